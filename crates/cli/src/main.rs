@@ -1,0 +1,2 @@
+//! The clawmcp binary.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Loopback MCP HTTP transport (being built).

@@ -1,0 +1,518 @@
+//! JSON-RPC 2.0 envelopes as MCP uses them: parsing one incoming message into a typed
+//! [`Incoming`], request ids with exact identity, and serialising responses.
+//!
+//! Parsing is deliberately hand-classified (not an untagged serde enum) so that we pick the exact
+//! error code for every malformed input, in the order spec 000 gives:
+//!
+//! 1. not JSON at all -> `-32700` with `id: null`;
+//! 2. root not an object (batches included) -> `-32600` with `id: null`;
+//! 3. `id` present and not `null` -> a request; absent or `null` -> a notification;
+//! 4. a request without a string `method` -> `-32600`; a notification without one is dropped.
+//!
+//! Ids are echoed byte-for-byte (`RawValue`), so `99999999999999999999` or `1.5` round-trip
+//! exactly, while matching uses [`IdKey`]: decoded strings, and numbers normalised at arbitrary
+//! precision (`1.0e2` == `100`), with strings and numbers never equal to each other.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// JSON-RPC error codes this server emits. `-32602` exists for the stdio surfaces; the node
+/// surface reports argument problems as tool errors, as spec 000 requires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    ParseError,
+    InvalidRequest,
+    MethodNotFound,
+    InvalidParams,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn code(self) -> i64 {
+        match self {
+            ErrorCode::ParseError => -32700,
+            ErrorCode::InvalidRequest => -32600,
+            ErrorCode::MethodNotFound => -32601,
+            ErrorCode::InvalidParams => -32602,
+            ErrorCode::InternalError => -32603,
+        }
+    }
+}
+
+/// A JSON-RPC error object, ready to be sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        RpcError { code, message: message.into(), data: None }
+    }
+
+    /// The only text a handler failure ever shows: details stay in the server log.
+    pub fn internal() -> Self {
+        RpcError::new(ErrorCode::InternalError, "internal error")
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(ErrorCode::MethodNotFound, format!("Method not found: {}", clip(method, 128)))
+    }
+}
+
+/// The identity used to match a request id across messages (cancellation, completion guards).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IdKey {
+    /// The decoded string value (`"\u0072equest"` and `"request"` are the same key).
+    Str(String),
+    /// A number in canonical form `[-]<digits>e<exp>` with no leading or trailing zeros in the
+    /// digits, or `0` for zero; `100`, `1e2` and `1.00e2` share one key.
+    Num(String),
+}
+
+/// A request id as the client sent it: raw bytes for echoing, plus its matching key.
+#[derive(Debug, Clone)]
+pub struct RequestId {
+    raw: Box<RawValue>,
+    key: IdKey,
+}
+
+impl RequestId {
+    /// Classifies a raw JSON value as an id. Only strings and numbers are ids in JSON-RPC.
+    pub fn from_raw(raw: Box<RawValue>) -> Result<Self, RpcError> {
+        let text = raw.get();
+        let key = match text.as_bytes().first() {
+            Some(b'"') => IdKey::Str(serde_json::from_str::<String>(text).map_err(|_| invalid_id())?),
+            Some(b'-' | b'0'..=b'9') => IdKey::Num(normalize_number(text).ok_or_else(invalid_id)?),
+            _ => return Err(invalid_id()),
+        };
+        Ok(RequestId { raw, key })
+    }
+
+    /// A numeric id, as a client of ours would send.
+    pub fn number(n: i64) -> Self {
+        let raw = RawValue::from_string(n.to_string()).expect("an integer is valid JSON");
+        RequestId::from_raw(raw).expect("an integer is a valid id")
+    }
+
+    /// A string id.
+    pub fn string(s: &str) -> Self {
+        let raw = RawValue::from_string(Value::from(s).to_string()).expect("a string is valid JSON");
+        RequestId::from_raw(raw).expect("a string is a valid id")
+    }
+
+    pub fn key(&self) -> &IdKey {
+        &self.key
+    }
+
+    /// The id exactly as received.
+    pub fn raw(&self) -> &RawValue {
+        &self.raw
+    }
+}
+
+impl PartialEq for RequestId {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    /// Strings keep their quotes so `42` and `"42"` never look alike in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.raw.get())
+    }
+}
+
+fn invalid_id() -> RpcError {
+    RpcError::new(ErrorCode::InvalidRequest, "Invalid 'id': must be a string or a number")
+}
+
+/// Parses a JSON id value (`"7"`, `7`, `7.0`) into its key. Used where an id arrives inside
+/// params, e.g. `notifications/cancelled` `requestId`.
+pub fn id_key_of(value: &Value) -> Option<IdKey> {
+    match value {
+        Value::String(s) => Some(IdKey::Str(s.clone())),
+        Value::Number(n) => normalize_number(&n.to_string()).map(IdKey::Num),
+        _ => None,
+    }
+}
+
+/// Like [`id_key_of`] but from raw JSON text, keeping full precision for huge numbers.
+pub fn id_key_of_raw(raw: &RawValue) -> Option<IdKey> {
+    RequestId::from_raw(raw.to_owned()).ok().map(|id| id.key)
+}
+
+/// Canonical form of a JSON number literal: value = digits x 10^exp, digits without leading or
+/// trailing zeros. Returns `None` if the text is not a JSON number.
+pub fn normalize_number(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let negative = bytes.first() == Some(&b'-');
+    if negative {
+        i += 1;
+    }
+    let int_start = i;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i == int_start {
+        return None;
+    }
+    let mut digits: String = text[int_start..i].to_string();
+    let mut exp: i128 = 0;
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        let frac_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == frac_start {
+            return None;
+        }
+        digits.push_str(&text[frac_start..i]);
+        exp -= (i - frac_start) as i128;
+    }
+    if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
+        i += 1;
+        let exp_text = &text[i..];
+        let parsed: i128 = exp_text.strip_prefix('+').unwrap_or(exp_text).parse().ok()?;
+        exp = exp.checked_add(parsed)?;
+        i = bytes.len();
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    let trimmed = digits.trim_start_matches('0');
+    if trimmed.is_empty() {
+        return Some("0".to_string());
+    }
+    let without_trailing = trimmed.trim_end_matches('0');
+    exp += (trimmed.len() - without_trailing.len()) as i128;
+    let sign = if negative { "-" } else { "" };
+    Some(format!("{sign}{without_trailing}e{exp}"))
+}
+
+/// One parsed incoming message.
+#[derive(Debug)]
+pub enum Incoming {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// A response to a server-to-client request. We send none, so these are acknowledged and
+    /// dropped.
+    Response,
+}
+
+impl Incoming {
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Incoming::Request { method, .. } | Incoming::Notification { method, .. } => Some(method),
+            Incoming::Response => None,
+        }
+    }
+}
+
+/// Why a message could not be turned into an [`Incoming`].
+#[derive(Debug, PartialEq)]
+pub enum Rejection {
+    /// Answer with this error (id is `null` unless the id could be read).
+    Reply { id: Option<RequestId>, error: RpcError },
+    /// A malformed notification: JSON-RPC says never answer a notification.
+    Silent,
+}
+
+impl PartialEq for Incoming {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Incoming::Request { id: a, method: m, params: p }, Incoming::Request { id: b, method: n, params: q }) => {
+                a == b && m == n && raw_eq(p, q)
+            }
+            (Incoming::Notification { method: m, params: p }, Incoming::Notification { method: n, params: q }) => {
+                m == n && raw_eq(p, q)
+            }
+            (Incoming::Response, Incoming::Response) => true,
+            _ => false,
+        }
+    }
+}
+
+fn raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
+    a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
+}
+
+/// Decodes params (kept raw so ids inside them keep full precision) into a `Value`.
+pub fn params_value(params: Option<&RawValue>) -> Option<Value> {
+    params.and_then(|raw| serde_json::from_str(raw.get()).ok())
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<Value>,
+    #[serde(default)]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<Box<RawValue>>,
+}
+
+/// Parses one message. Batches (JSON arrays) are refused with `-32600`: MCP removed batching in
+/// 2025-06-18, our protocol version 2024-11-05 predates it, and a batch would let one HTTP
+/// request bypass the per-call concurrency slots and per-id cancellation.
+pub fn parse(body: &[u8]) -> Result<Incoming, Rejection> {
+    let raw: Box<RawValue> = serde_json::from_slice(body).map_err(|e| Rejection::Reply {
+        id: None,
+        error: RpcError::new(ErrorCode::ParseError, format!("Parse error: {e}")),
+    })?;
+    match raw.get().as_bytes().first() {
+        Some(b'{') => {}
+        Some(b'[') => {
+            return Err(Rejection::Reply {
+                id: None,
+                error: RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    "Batch requests are not supported: send one JSON-RPC object per request",
+                ),
+            });
+        }
+        _ => {
+            return Err(Rejection::Reply {
+                id: None,
+                error: RpcError::new(ErrorCode::InvalidRequest, "Request must be a JSON object"),
+            });
+        }
+    }
+    let envelope: Envelope = serde_json::from_str(raw.get()).map_err(|e| Rejection::Reply {
+        id: None,
+        error: RpcError::new(ErrorCode::InvalidRequest, format!("Invalid request: {e}")),
+    })?;
+    let id = match envelope.id {
+        Some(raw_id) => Some(RequestId::from_raw(raw_id).map_err(|error| Rejection::Reply { id: None, error })?),
+        None => None,
+    };
+    if let Some(version) = &envelope.jsonrpc
+        && version != "2.0"
+    {
+        return Err(match id {
+            Some(id) => Rejection::Reply {
+                id: Some(id),
+                error: RpcError::new(ErrorCode::InvalidRequest, "Invalid 'jsonrpc': expected \"2.0\""),
+            },
+            None => Rejection::Silent,
+        });
+    }
+    let method = match envelope.method {
+        Some(Value::String(m)) => Some(m),
+        _ => None,
+    };
+    match (id, method) {
+        (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params: envelope.params }),
+        (None, Some(method)) => Ok(Incoming::Notification { method, params: envelope.params }),
+        (_, None) if envelope.result.is_some() || envelope.error.is_some() => Ok(Incoming::Response),
+        (Some(id), None) => {
+            Err(Rejection::Reply { id: Some(id), error: RpcError::new(ErrorCode::InvalidRequest, "Missing 'method'") })
+        }
+        (None, None) => Err(Rejection::Silent),
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: i64,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct ResponseFrame<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    id: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a R>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorBody<'a>>,
+}
+
+/// Serialises a success response, echoing the id exactly as received.
+pub fn success_frame<R: Serialize>(id: &RequestId, result: &R) -> String {
+    let frame = ResponseFrame { jsonrpc: "2.0", id: Some(id.raw()), result: Some(result), error: None };
+    serde_json::to_string(&frame).unwrap_or_else(|_| error_frame(Some(id), &RpcError::internal()))
+}
+
+/// Serialises an error response; `id: null` when the id could not be read.
+pub fn error_frame(id: Option<&RequestId>, error: &RpcError) -> String {
+    let frame: ResponseFrame<'_, ()> = ResponseFrame {
+        jsonrpc: "2.0",
+        id: id.map(RequestId::raw),
+        result: None,
+        error: Some(ErrorBody { code: error.code.code(), message: &error.message, data: error.data.as_ref() }),
+    };
+    serde_json::to_string(&frame).expect("error frames always serialise")
+}
+
+/// Serialises a notification (server to client).
+pub fn notification_frame(method: &str, params: &Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+/// Serialises a request (client to server), used by our own clients.
+pub fn request_frame(id: &RequestId, method: &str, params: Option<&Value>) -> String {
+    let mut frame = serde_json::Map::new();
+    frame.insert("jsonrpc".into(), "2.0".into());
+    frame.insert("id".into(), serde_json::from_str(id.raw().get()).unwrap_or(Value::Null));
+    frame.insert("method".into(), method.into());
+    if let Some(params) = params {
+        frame.insert("params".into(), params.clone());
+    }
+    Value::Object(frame).to_string()
+}
+
+/// Truncates user-supplied text we echo back (method names) so a hostile client cannot make us
+/// reflect megabytes.
+pub(crate) fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reply(body: &str) -> (Option<String>, i64, String) {
+        match parse(body.as_bytes()) {
+            Err(Rejection::Reply { id, error }) => (id.map(|i| i.to_string()), error.code.code(), error.message),
+            other => panic!("expected a reply rejection for {body}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn garbage_is_a_parse_error_with_null_id() {
+        let (id, code, msg) = reply("{not json");
+        assert_eq!((id, code), (None, -32700));
+        assert!(msg.starts_with("Parse error: "), "{msg}");
+        let frame = error_frame(None, &RpcError::new(ErrorCode::ParseError, "Parse error: x"));
+        assert_eq!(frame, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: x"}}"#);
+    }
+
+    #[test]
+    fn non_object_roots_are_invalid_requests() {
+        for body in ["[1,2,3]", "42", "\"x\"", "null", "true"] {
+            let (id, code, _) = reply(body);
+            assert_eq!((id, code), (None, -32600), "{body}");
+        }
+        let (_, _, msg) = reply(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+        assert!(msg.contains("Batch requests are not supported"), "{msg}");
+    }
+
+    #[test]
+    fn request_notification_and_response_are_told_apart() {
+        let req = parse(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+        assert_eq!(req, Incoming::Request { id: RequestId::number(7), method: "ping".into(), params: None });
+        let note = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert_eq!(note, Incoming::Notification { method: "notifications/initialized".into(), params: None });
+        let null_id = parse(br#"{"jsonrpc":"2.0","id":null,"method":"x","params":{"a":1}}"#).unwrap();
+        let Incoming::Notification { method, params } = null_id else { panic!("a null id is a notification") };
+        assert_eq!((method.as_str(), params_value(params.as_deref())), ("x", Some(json!({"a":1}))));
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap(), Incoming::Response);
+    }
+
+    #[test]
+    fn missing_method_is_invalid_for_requests_and_silent_for_notifications() {
+        let (id, code, msg) = reply(r#"{"jsonrpc":"2.0","id":"a"}"#);
+        assert_eq!((id.as_deref(), code, msg.as_str()), (Some("\"a\""), -32600, "Missing 'method'"));
+        let (_, code, _) = reply(r#"{"jsonrpc":"2.0","id":1,"method":5}"#);
+        assert_eq!(code, -32600);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0"}"#), Err(Rejection::Silent));
+    }
+
+    #[test]
+    fn ids_must_be_strings_or_numbers() {
+        for body in [r#"{"id":true,"method":"ping"}"#, r#"{"id":{},"method":"ping"}"#, r#"{"id":[1],"method":"ping"}"#]
+        {
+            let (id, code, _) = reply(body);
+            assert_eq!((id, code), (None, -32600), "{body}");
+        }
+    }
+
+    #[test]
+    fn wrong_jsonrpc_version_is_rejected_but_absent_is_tolerated() {
+        let (_, code, _) = reply(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#);
+        assert_eq!(code, -32600);
+        assert!(matches!(parse(br#"{"id":1,"method":"ping"}"#), Ok(Incoming::Request { .. })));
+    }
+
+    #[test]
+    fn duplicate_keys_are_invalid_requests() {
+        let (_, code, _) = reply(r#"{"id":1,"id":2,"method":"ping"}"#);
+        assert_eq!(code, -32600);
+    }
+
+    #[test]
+    fn ids_echo_their_raw_text() {
+        for raw in ["1.5", "99999999999999999999", "\"abc\"", "0", "-3", "1e2"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#);
+            let Incoming::Request { id, .. } = parse(body.as_bytes()).unwrap() else { panic!() };
+            let frame = success_frame(&id, &json!({}));
+            assert_eq!(frame, format!(r#"{{"jsonrpc":"2.0","id":{raw},"result":{{}}}}"#));
+        }
+    }
+
+    #[test]
+    fn number_keys_compare_by_value_and_strings_by_decoded_text() {
+        let key = |raw: &str| RequestId::from_raw(RawValue::from_string(raw.into()).unwrap()).unwrap().key;
+        assert_eq!(key("100"), key("1e2"));
+        assert_eq!(key("100"), key("1.0e2"));
+        assert_eq!(key("100"), key("1.00E+2"));
+        assert_eq!(key("100"), key("10000e-2"));
+        assert_eq!(key("0"), key("-0.0"));
+        assert_ne!(key("100"), key("101"));
+        assert_ne!(key("1"), key("-1"));
+        assert_ne!(key("42"), key("\"42\""));
+        assert_eq!(key(r#""\u0072equest""#), key(r#""request""#));
+        assert_eq!(key("99999999999999999999"), key("9.9999999999999999999e19"));
+        assert_ne!(key("99999999999999999999"), key("100000000000000000000"));
+    }
+
+    #[test]
+    fn normalize_rejects_non_numbers() {
+        for text in ["", "-", "1.", ".5", "1e", "01x", "1e+", "abc"] {
+            assert_eq!(normalize_number(text), None, "{text}");
+        }
+        assert_eq!(normalize_number("0012.500").as_deref(), Some("125e-1"));
+    }
+
+    #[test]
+    fn id_key_of_values_matches_raw_keys() {
+        assert_eq!(id_key_of(&json!(100)), Some(IdKey::Num("1e2".into())));
+        assert_eq!(id_key_of(&json!(100.0)), Some(IdKey::Num("1e2".into())));
+        assert_eq!(id_key_of(&json!("x")), Some(IdKey::Str("x".into())));
+        assert_eq!(id_key_of(&json!(null)), None);
+        assert_eq!(id_key_of(&json!(true)), None);
+    }
+
+    #[test]
+    fn method_names_are_clipped_when_echoed() {
+        let long = "m".repeat(1000);
+        let err = RpcError::method_not_found(&long);
+        assert!(err.message.len() < 200, "{}", err.message.len());
+    }
+}

@@ -1,0 +1,25 @@
+//! The MCP core shared by every clawmcp surface. It knows nothing about OpenClaw.
+//!
+//! # Layout
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 envelopes, exact request ids, response frames.
+//! - [`cancel`]: the cancellation registry (in-flight calls, tombstones, completion guards).
+//! - [`types`]: tool descriptors, tool results, the per-call context (cancel, progress).
+//! - [`server`]: the dispatcher and the [`McpService`] trait a surface implements.
+//! - [`stdio`]: newline-delimited transport for the stdio surfaces.
+//!
+//! Data flows one way: a transport parses bytes into an [`Incoming`], the [`McpServer`] applies
+//! the protocol rules and calls the service, and the transport writes the frame it gets back.
+
+pub mod cancel;
+pub mod jsonrpc;
+pub mod server;
+pub mod stdio;
+pub mod types;
+
+pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
+pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
+pub use server::{
+    CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
+};
+pub use types::{CallContext, Content, FrameSink, Progress, Tool, ToolAnnotations, ToolResult, permissive_schema};

@@ -1,0 +1,199 @@
+//! Newline-delimited JSON-RPC over a byte stream pair (stdin/stdout for the `serve` and
+//! `tools` surfaces; in-memory pipes in tests).
+//!
+//! - One reader, bounded lines ([`MAX_LINE_BYTES`]): an overlong line is answered with a parse
+//!   error and skipped, never buffered whole.
+//! - Requests run concurrently (tool calls can take minutes) up to [`MAX_IN_FLIGHT`]; control
+//!   messages (ping, cancellation) are handled inline by the reader so they never queue behind
+//!   tool calls.
+//! - One writer task owns the output: responses and server notifications are whole lines, so
+//!   frames never interleave. Nothing else may write to stdout.
+//! - EOF on input ends the session: in-flight calls are cancelled (their tools stop their work)
+//!   and the function returns once they have answered or the grace period passed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, ErrorCode, RpcError};
+use crate::server::{CANCEL_GRACE, McpServer, McpService, MessageClass, RequestContext};
+use crate::types::FrameSink;
+
+/// Longest accepted input line. Generous for large tool arguments (file writes), bounded so a
+/// client cannot make us buffer without limit.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Concurrent requests per session; further requests wait for a slot (the reader stops reading,
+/// which backpressures the client through the pipe).
+pub const MAX_IN_FLIGHT: usize = 32;
+
+/// Frames queued for the writer. Beyond this, senders of responses wait and advisory frames
+/// (progress) are dropped.
+pub const OUTBOUND_QUEUE: usize = 1024;
+
+/// The sending half of a session's output. Clone it into services that push notifications.
+#[derive(Clone)]
+pub struct Outbound {
+    tx: mpsc::Sender<String>,
+}
+
+impl Outbound {
+    /// Queues a frame, waiting for room. Errors only when the session is over.
+    pub async fn send(&self, frame: String) -> Result<(), SessionClosed> {
+        self.tx.send(frame).await.map_err(|_| SessionClosed)
+    }
+
+    /// Sends a notification frame.
+    pub async fn notify(&self, method: &str, params: &serde_json::Value) -> Result<(), SessionClosed> {
+        self.send(jsonrpc::notification_frame(method, params)).await
+    }
+}
+
+impl FrameSink for Outbound {
+    fn try_send(&self, frame: String) -> bool {
+        self.tx.try_send(frame).is_ok()
+    }
+}
+
+/// The session's output is gone (client closed stdout or the session ended).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the MCP session is closed")]
+pub struct SessionClosed;
+
+/// Creates the output channel before the session starts, so services can hold an [`Outbound`].
+pub fn outbound_channel() -> (Outbound, mpsc::Receiver<String>) {
+    let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
+    (Outbound { tx }, rx)
+}
+
+/// How a session ended.
+#[derive(Debug)]
+pub enum SessionEnd {
+    /// Input reached EOF (the client closed stdin): a clean end.
+    InputClosed,
+    /// The session was told to stop (`shutdown` token).
+    Shutdown,
+    /// Writing to the output failed (the client went away).
+    OutputFailed(std::io::Error),
+    /// Reading the input failed.
+    InputFailed(std::io::Error),
+}
+
+/// Serves one MCP session until input EOF, output failure or `shutdown`.
+pub async fn serve<S, R, W>(
+    server: Arc<McpServer<S>>,
+    input: R,
+    output: W,
+    outbound: Outbound,
+    outbound_rx: mpsc::Receiver<String>,
+    shutdown: CancellationToken,
+) -> SessionEnd
+where
+    S: McpService + ?Sized,
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let writer_failed = CancellationToken::new();
+    let writer = tokio::spawn(write_frames(output, outbound_rx, writer_failed.clone()));
+    let calls_cancel = CancellationToken::new();
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut calls = JoinSet::new();
+    let mut lines = FramedRead::new(input, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+    let sink: Arc<dyn FrameSink> = Arc::new(outbound.clone());
+
+    let end = loop {
+        let line = tokio::select! {
+            _ = shutdown.cancelled() => break SessionEnd::Shutdown,
+            _ = writer_failed.cancelled() => break SessionEnd::OutputFailed(std::io::Error::other("stdout closed")),
+            Some(_) = calls.join_next(), if !calls.is_empty() => continue,
+            line = lines.next() => line,
+        };
+        let line = match line {
+            None => break SessionEnd::InputClosed,
+            Some(Ok(line)) => line,
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                let error = RpcError::new(
+                    ErrorCode::ParseError,
+                    format!("Parse error: message longer than {MAX_LINE_BYTES} bytes"),
+                );
+                if outbound.send(jsonrpc::error_frame(None, &error)).await.is_err() {
+                    break SessionEnd::OutputFailed(std::io::Error::other("stdout closed"));
+                }
+                continue;
+            }
+            Some(Err(LinesCodecError::Io(e))) => break SessionEnd::InputFailed(e),
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message = match jsonrpc::parse(line.as_bytes()) {
+            Ok(message) => message,
+            Err(jsonrpc::Rejection::Reply { id, error }) => {
+                let _ = outbound.send(jsonrpc::error_frame(id.as_ref(), &error)).await;
+                continue;
+            }
+            Err(jsonrpc::Rejection::Silent) => continue,
+        };
+        let ctx = RequestContext { transport_cancel: calls_cancel.child_token(), sink: Some(sink.clone()) };
+        match McpServer::<S>::classify(&message) {
+            MessageClass::Control => {
+                if let Some(frame) = server.dispatch(message, ctx).await {
+                    let _ = outbound.send(frame).await;
+                }
+            }
+            MessageClass::Tool => {
+                let Ok(permit) = slots.clone().acquire_owned().await else { break SessionEnd::Shutdown };
+                let server = server.clone();
+                let outbound = outbound.clone();
+                calls.spawn(async move {
+                    let _permit = permit;
+                    if let Some(frame) = server.dispatch(message, ctx).await {
+                        let _ = outbound.send(frame).await;
+                    }
+                });
+            }
+        }
+    };
+
+    // Stop every call still running and let each answer (or be dropped) within the grace.
+    calls_cancel.cancel();
+    let drain = async { while calls.join_next().await.is_some() {} };
+    if tokio::time::timeout(CANCEL_GRACE + Duration::from_secs(1), drain).await.is_err() {
+        calls.abort_all();
+    }
+    drop(outbound);
+    drop(sink);
+    // The writer ends when every Outbound clone is gone; services may hold clones, so bound it.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    end
+}
+
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut frames: mpsc::Receiver<String>,
+    failed: CancellationToken,
+) {
+    while let Some(mut frame) = frames.recv().await {
+        frame.push('\n');
+        let written = async {
+            output.write_all(frame.as_bytes()).await?;
+            // Flush only when no more frames are queued, so bursts go out in one write.
+            if frames.is_empty() {
+                output.flush().await?;
+            }
+            Ok::<_, std::io::Error>(())
+        };
+        if let Err(e) = written.await {
+            tracing::debug!(error = %e, "MCP output closed");
+            failed.cancel();
+            return;
+        }
+    }
+    let _ = output.flush().await;
+}

@@ -1,0 +1,1 @@
+//! The V2 exec-approval policy (being built).

@@ -1,0 +1,1 @@
+//! `device.*` commands (being built).

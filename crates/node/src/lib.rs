@@ -1,0 +1,20 @@
+//! The node host: native capabilities behind one trait, served by every transport.
+//!
+//! # Layout
+//!
+//! - [`capability`]: the [`Capability`] trait, invocation types, lenient argument readers.
+//! - [`registry`]: the live capability list and its MCP service ([`NodeMcpService`]).
+//! - [`settings`]: the data directory and `settings.json` (mode matrix, kill switches), read live.
+//! - [`system`]: `system.*` (which, notify, run, run.prepare, execApprovals.get/set).
+//! - [`approvals`]: the V2 exec-approval policy, its store and the headless prompt queue.
+//! - [`device`]: `device.info`, `device.status`.
+
+pub mod approvals;
+pub mod capability;
+pub mod device;
+pub mod registry;
+pub mod settings;
+pub mod system;
+
+pub use capability::{Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
+pub use registry::{LocalMethods, NodeMcpService, Registry};

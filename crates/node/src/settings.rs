@@ -1,0 +1,345 @@
+//! The data directory and `settings.json`, read live.
+//!
+//! Everything clawmcp persists for the node host lives in one directory (created 0700): the MCP
+//! bearer token, `settings.json`, `exec-approvals.json`. `--data-dir`, then `CLAWMCP_DATA_DIR`,
+//! then the platform config dir (`~/.config/clawmcp` on Linux) choose it.
+//!
+//! `settings.json` uses the upstream tray's PascalCase keys so a settings file can move between
+//! the two. The legacy `McpOnlyMode` flag is migrated on load and never written back; keys we do
+//! not know are preserved on save.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Environment variable naming the data directory.
+pub const DATA_DIR_ENV: &str = "CLAWMCP_DATA_DIR";
+
+/// The directory holding the node host's persistent state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+/// The data directory could not be determined or created.
+#[derive(Debug, thiserror::Error)]
+pub enum DataDirError {
+    #[error("no home or config directory is known for this user; pass `--data-dir DIR` or set `{DATA_DIR_ENV}`")]
+    NoDefault,
+    #[error("cannot create the data directory `{path}`: {source}")]
+    Create { path: PathBuf, source: io::Error },
+}
+
+impl DataDir {
+    /// `explicit` (from `--data-dir`), else `$CLAWMCP_DATA_DIR`, else `<config dir>/clawmcp`.
+    pub fn resolve(explicit: Option<PathBuf>) -> Result<Self, DataDirError> {
+        let root = explicit
+            .or_else(|| std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
+            .or_else(|| dirs::config_dir().map(|dir| dir.join("clawmcp")))
+            .ok_or(DataDirError::NoDefault)?;
+        Ok(DataDir { root })
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        DataDir { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates the directory if needed, private to this user (0700 on Unix).
+    pub fn ensure(&self) -> Result<(), DataDirError> {
+        create_private_dir(&self.root).map_err(|source| DataDirError::Create { path: self.root.clone(), source })
+    }
+
+    pub fn token_path(&self) -> PathBuf {
+        self.root.join("mcp-token.txt")
+    }
+
+    pub fn settings_path(&self) -> PathBuf {
+        self.root.join("settings.json")
+    }
+
+    pub fn exec_approvals_path(&self) -> PathBuf {
+        self.root.join("exec-approvals.json")
+    }
+}
+
+/// Creates `dir` (and parents) with mode 0700 for the last component on Unix.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if !dir.exists() {
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        }
+        let mode = fs::metadata(dir)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir_all(dir)
+    }
+}
+
+/// Writes `contents` to `path` atomically: a private temp file in the same directory, fsync,
+/// rename over the target. Readers see the old or the new file, never a torn one.
+pub fn write_private_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
+    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    let tmp = dir.join(format!(".{name}.{suffix}.tmp"));
+    let result = (|| {
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The settings clawmcp reads. Field names match the upstream tray's `SettingsData`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Settings {
+    /// Connect to an OpenClaw gateway as a node (gateway node mode).
+    #[serde(default)]
+    pub enable_node_mode: bool,
+    /// Run the local MCP HTTP server.
+    #[serde(default = "yes")]
+    pub enable_mcp_server: bool,
+    /// The "Run system tools" permission: off removes `system.run`/`system.run.prepare`.
+    #[serde(default = "yes")]
+    pub node_system_run_enabled: bool,
+    /// Legacy flag, migrated on load and never written.
+    #[serde(default, skip_serializing)]
+    mcp_only_mode: Option<bool>,
+    /// Keys this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Settings {
+    /// No settings file: MCP-only, the mode `clawmcp node` exists for.
+    fn default() -> Self {
+        Settings {
+            enable_node_mode: false,
+            enable_mcp_server: true,
+            node_system_run_enabled: true,
+            mcp_only_mode: None,
+            other: Map::new(),
+        }
+    }
+}
+
+/// `settings.json` exists but cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read `{path}`: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("`{path}` is not valid settings JSON: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("cannot write `{path}`: {source}")]
+    Write { path: PathBuf, source: io::Error },
+}
+
+impl Settings {
+    /// Parses settings text, migrating `McpOnlyMode: true` to MCP-only.
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        let mut settings: Settings = serde_json::from_str(text)?;
+        if settings.mcp_only_mode.take() == Some(true) {
+            settings.enable_mcp_server = true;
+            settings.enable_node_mode = false;
+        }
+        Ok(settings)
+    }
+
+    /// Loads `path`; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Self, SettingsError> {
+        match fs::read_to_string(path) {
+            Ok(text) => Settings::from_json(&text).map_err(|source| SettingsError::Parse { path: path.into(), source }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(source) => Err(SettingsError::Read { path: path.into(), source }),
+        }
+    }
+
+    /// Saves atomically (0600), pretty-printed, without the legacy flag.
+    pub fn save(&self, path: &Path) -> Result<(), SettingsError> {
+        let mut text = serde_json::to_string_pretty(self).expect("settings always serialise");
+        text.push('\n');
+        write_private_atomic(path, text.as_bytes()).map_err(|source| SettingsError::Write { path: path.into(), source })
+    }
+}
+
+/// Identity of a file version: any rewrite (atomic rename included) changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    #[cfg(unix)]
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    let meta = fs::metadata(path).ok()?;
+    Some(FileStamp {
+        modified: meta.modified().ok(),
+        len: meta.len(),
+        #[cfg(unix)]
+        inode: std::os::unix::fs::MetadataExt::ino(&meta),
+    })
+}
+
+/// `settings.json` re-read whenever the file changes: one `stat` per read, so a change saved by
+/// `clawmcp settings` (or by hand) applies to the next call without a restart.
+pub struct LiveSettings {
+    path: PathBuf,
+    cache: Mutex<(Option<FileStamp>, Settings)>,
+}
+
+impl LiveSettings {
+    /// Loads the current file; a malformed file is an error at startup.
+    pub fn open(path: PathBuf) -> Result<Self, SettingsError> {
+        let current = Settings::load(&path)?;
+        Ok(LiveSettings { cache: Mutex::new((stamp(&path), current)), path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The settings as the file says now. If the file became unreadable or malformed after
+    /// startup, the last good settings are kept except that `system.run` is switched off: a
+    /// broken save must never grant execution permission.
+    pub fn current(&self) -> Settings {
+        let now = stamp(&self.path);
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.0 != now {
+            match Settings::load(&self.path) {
+                Ok(settings) => cache.1 = settings,
+                Err(error) => {
+                    tracing::warn!(%error, "settings reload failed; system.run disabled until the file is fixed");
+                    cache.1.node_system_run_enabled = false;
+                }
+            }
+            cache.0 = now;
+        }
+        cache.1.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_means_mcp_only_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::load(&dir.path().join("settings.json")).unwrap();
+        assert!(settings.enable_mcp_server && !settings.enable_node_mode && settings.node_system_run_enabled);
+    }
+
+    #[test]
+    fn legacy_mcp_only_mode_is_migrated_and_never_written() {
+        let settings =
+            Settings::from_json(r#"{"EnableNodeMode":true,"EnableMcpServer":false,"McpOnlyMode":true}"#).unwrap();
+        assert!(settings.enable_mcp_server);
+        assert!(!settings.enable_node_mode);
+        let written = serde_json::to_string(&settings).unwrap();
+        assert!(!written.contains("McpOnlyMode"), "{written}");
+    }
+
+    #[test]
+    fn legacy_false_changes_nothing() {
+        let settings =
+            Settings::from_json(r#"{"EnableNodeMode":true,"EnableMcpServer":false,"McpOnlyMode":false}"#).unwrap();
+        assert!(settings.enable_node_mode && !settings.enable_mcp_server);
+    }
+
+    #[test]
+    fn all_four_modes_round_trip() {
+        for (node, mcp) in [(false, false), (false, true), (true, false), (true, true)] {
+            let text = format!(r#"{{"EnableNodeMode":{node},"EnableMcpServer":{mcp}}}"#);
+            let settings = Settings::from_json(&text).unwrap();
+            assert_eq!((settings.enable_node_mode, settings.enable_mcp_server), (node, mcp));
+        }
+    }
+
+    #[test]
+    fn unknown_keys_survive_a_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        fs::write(&path, r#"{"EnableMcpServer":true,"TtsProvider":"piper"}"#).unwrap();
+        let mut settings = Settings::load(&path).unwrap();
+        settings.node_system_run_enabled = false;
+        settings.save(&path).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"TtsProvider\": \"piper\""), "{text}");
+        assert!(text.contains("\"NodeSystemRunEnabled\": false"), "{text}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn saved_files_and_created_dirs_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::at(dir.path().join("a/b"));
+        data.ensure().unwrap();
+        assert_eq!(fs::metadata(data.root()).unwrap().permissions().mode() & 0o777, 0o700);
+        Settings::default().save(&data.settings_path()).unwrap();
+        assert_eq!(fs::metadata(data.settings_path()).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn live_settings_follow_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        let live = LiveSettings::open(path.clone()).unwrap();
+        assert!(live.current().node_system_run_enabled);
+        Settings { node_system_run_enabled: false, ..Settings::default() }.save(&path).unwrap();
+        assert!(!live.current().node_system_run_enabled);
+        Settings::default().save(&path).unwrap();
+        assert!(live.current().node_system_run_enabled);
+    }
+
+    #[test]
+    fn live_settings_fail_closed_on_a_broken_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        Settings::default().save(&path).unwrap();
+        let live = LiveSettings::open(path.clone()).unwrap();
+        fs::write(&path, "{ not json").unwrap();
+        let current = live.current();
+        assert!(!current.node_system_run_enabled, "a broken file must not keep execution enabled");
+        assert!(current.enable_mcp_server, "other settings keep their last good value");
+    }
+
+    #[test]
+    fn data_dir_resolution_prefers_the_flag() {
+        let explicit = DataDir::resolve(Some(PathBuf::from("/tmp/x"))).unwrap();
+        assert_eq!(explicit.root(), Path::new("/tmp/x"));
+        assert_eq!(explicit.token_path(), Path::new("/tmp/x/mcp-token.txt"));
+    }
+}

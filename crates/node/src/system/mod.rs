@@ -1,0 +1,1 @@
+//! `system.*` commands (being built).
