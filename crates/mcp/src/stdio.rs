@@ -14,11 +14,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, ErrorCode, RpcError};
@@ -104,7 +102,7 @@ where
     let calls_cancel = CancellationToken::new();
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut calls = JoinSet::new();
-    let mut lines = FramedRead::new(input, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+    let mut lines = BoundedLines::new(input, MAX_LINE_BYTES);
     let sink: Arc<dyn FrameSink> = Arc::new(outbound.clone());
 
     let end = loop {
@@ -112,12 +110,12 @@ where
             _ = shutdown.cancelled() => break SessionEnd::Shutdown,
             _ = writer_failed.cancelled() => break SessionEnd::OutputFailed(std::io::Error::other("stdout closed")),
             Some(_) = calls.join_next(), if !calls.is_empty() => continue,
-            line = lines.next() => line,
+            line = lines.next_line() => line,
         };
         let line = match line {
-            None => break SessionEnd::InputClosed,
-            Some(Ok(line)) => line,
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+            Ok(None) => break SessionEnd::InputClosed,
+            Ok(Some(Line::Complete(line))) => line,
+            Ok(Some(Line::TooLong)) => {
                 let error = RpcError::new(
                     ErrorCode::ParseError,
                     format!("Parse error: message longer than {MAX_LINE_BYTES} bytes"),
@@ -127,12 +125,12 @@ where
                 }
                 continue;
             }
-            Some(Err(LinesCodecError::Io(e))) => break SessionEnd::InputFailed(e),
+            Err(e) => break SessionEnd::InputFailed(e),
         };
-        if line.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let message = match jsonrpc::parse(line.as_bytes()) {
+        let message = match jsonrpc::parse(&line) {
             Ok(message) => message,
             Err(jsonrpc::Rejection::Reply { id, error }) => {
                 let _ = outbound.send(jsonrpc::error_frame(id.as_ref(), &error)).await;
@@ -172,6 +170,63 @@ where
     // The writer ends when every Outbound clone is gone; services may hold clones, so bound it.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     end
+}
+
+/// One input line, or the fact that a line was too long (its bytes were discarded).
+enum Line {
+    Complete(Vec<u8>),
+    TooLong,
+}
+
+/// Reads newline-terminated lines without ever holding more than `max` bytes of one line:
+/// past the cap the rest of the line is skipped as it streams in. Cancel-safe: partial lines
+/// stay in `self` between calls.
+struct BoundedLines<R> {
+    reader: BufReader<R>,
+    max: usize,
+    line: Vec<u8>,
+    discarding: bool,
+}
+
+impl<R: AsyncRead + Unpin> BoundedLines<R> {
+    fn new(input: R, max: usize) -> Self {
+        BoundedLines { reader: BufReader::new(input), max, line: Vec::new(), discarding: false }
+    }
+
+    async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                // EOF: a final unterminated line still counts.
+                let rest = std::mem::take(&mut self.line);
+                return Ok(match std::mem::take(&mut self.discarding) {
+                    true => Some(Line::TooLong),
+                    false if rest.is_empty() => None,
+                    false => Some(Line::Complete(rest)),
+                });
+            }
+            let (chunk, found_newline) = match available.iter().position(|b| *b == b'\n') {
+                Some(at) => (&available[..at], true),
+                None => (available, false),
+            };
+            if !self.discarding {
+                if self.line.len() + chunk.len() > self.max {
+                    self.discarding = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            let used = chunk.len() + usize::from(found_newline);
+            self.reader.consume(used);
+            if found_newline {
+                return Ok(Some(match std::mem::take(&mut self.discarding) {
+                    true => Line::TooLong,
+                    false => Line::Complete(std::mem::take(&mut self.line)),
+                }));
+            }
+        }
+    }
 }
 
 async fn write_frames<W: AsyncWrite + Unpin>(

@@ -1,0 +1,165 @@
+//! The newline-delimited transport over in-memory pipes: framing, probes, concurrency,
+//! cancellation, oversize lines, EOF.
+
+use std::sync::Arc;
+
+use clawmcp_mcp::stdio::{self, SessionEnd};
+use clawmcp_mcp::{CallContext, DuplicatePolicy, McpServer, McpService, ServerInfo, Tool, ToolResult};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio_util::sync::CancellationToken;
+
+struct Service;
+
+impl McpService for Service {
+    fn list_tools(&self) -> Vec<Tool> {
+        Vec::new()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        _args: Map<String, Value>,
+        ctx: CallContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        async move {
+            match name {
+                "wait" => {
+                    ctx.cancel.cancelled().await;
+                    ToolResult::text("stopped")
+                }
+                _ => ToolResult::text("quick"),
+            }
+        }
+        .boxed()
+    }
+}
+
+struct Session {
+    input: Option<DuplexStream>,
+    output: tokio::io::Lines<BufReader<DuplexStream>>,
+    done: tokio::task::JoinHandle<SessionEnd>,
+}
+
+fn start() -> Session {
+    let server = Arc::new(McpServer::new(
+        ServerInfo { name: "s".into(), version: "1".into() },
+        Arc::new(Service),
+        DuplicatePolicy::Reject,
+    ));
+    let (client_in, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_out) = tokio::io::duplex(1 << 20);
+    let (outbound, rx) = stdio::outbound_channel();
+    let done = tokio::spawn(stdio::serve(server, server_in, server_out, outbound, rx, CancellationToken::new()));
+    Session { input: Some(client_in), output: BufReader::new(client_out).lines(), done }
+}
+
+impl Session {
+    async fn send(&mut self, line: &str) {
+        let input = self.input.as_mut().expect("input is open");
+        input.write_all(line.as_bytes()).await.unwrap();
+        input.write_all(b"\n").await.unwrap();
+    }
+
+    /// Closes the client's end of the server's stdin (EOF).
+    fn close_input(&mut self) {
+        self.input = None;
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = self.output.next_line().await.unwrap().expect("a frame");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
+    }
+}
+
+#[tokio::test]
+async fn probe_then_initialize_then_eof_ends_cleanly() {
+    let mut s = start();
+    s.send(r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#).await;
+    assert_eq!(s.recv().await["error"]["code"], -32601);
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).await;
+    assert_eq!(s.recv().await["result"]["protocolVersion"], "2024-11-05");
+    s.send("").await; // blank lines are ignored
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+    assert_eq!(s.recv().await, json!({"jsonrpc":"2.0","id":2,"result":{}}));
+    s.close_input();
+    assert!(matches!(s.done.await.unwrap(), SessionEnd::InputClosed));
+    assert!(s.output.next_line().await.unwrap().is_none(), "output closes after the session");
+}
+
+#[tokio::test]
+async fn garbage_gets_a_parse_error_and_the_session_continues() {
+    let mut s = start();
+    s.send("this is not json").await;
+    let error = s.recv().await;
+    assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (Value::Null, json!(-32700)));
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], 1);
+}
+
+#[tokio::test]
+async fn control_messages_are_not_blocked_by_a_running_tool_and_cancel_reaches_it() {
+    let mut s = start();
+    s.send(r#"{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"wait"}}"#).await;
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], 2, "ping answers while the tool runs");
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long"}}"#).await;
+    let cancelled = s.recv().await;
+    assert_eq!(cancelled["id"], "long");
+    assert_eq!(cancelled["result"]["content"][0]["text"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_duplicate_active_id_is_refused_on_stdio() {
+    let mut s = start();
+    s.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait"}}"#).await;
+    // Make sure the first call is registered before the duplicate arrives.
+    s.send(r#"{"jsonrpc":"2.0","id":"sync","method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], "sync");
+    tokio::task::yield_now().await;
+    s.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"quick"}}"#).await;
+    let refused = s.recv().await;
+    assert_eq!(refused["id"], 5);
+    assert_eq!(refused["error"]["code"], -32600);
+    assert_eq!(refused["error"]["message"], "duplicate active request id");
+}
+
+#[tokio::test]
+async fn eof_cancels_running_tools_and_still_answers_them() {
+    let mut s = start();
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}}"#).await;
+    s.send(r#"{"jsonrpc":"2.0","id":"sync","method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], "sync");
+    s.close_input();
+    let last = s.recv().await;
+    assert_eq!(
+        (last["id"].clone(), last["result"]["content"][0]["text"].clone()),
+        (json!(1), json!("request timed out"))
+    );
+    assert!(matches!(s.done.await.unwrap(), SessionEnd::InputClosed));
+}
+
+#[tokio::test]
+async fn an_overlong_line_is_refused_without_ending_the_session() {
+    let Session { input, mut output, done: _ } = start();
+    let mut input = input.unwrap();
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(stdio::MAX_LINE_BYTES)
+    );
+    // Write concurrently: the server discards the line as it streams in.
+    let writer = tokio::spawn(async move {
+        input.write_all(huge.as_bytes()).await.unwrap();
+        input.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n").await.unwrap();
+        input
+    });
+    let mut next = async || -> Value { serde_json::from_str(&output.next_line().await.unwrap().unwrap()).unwrap() };
+    let error = next().await;
+    assert_eq!(error["error"]["code"], -32700);
+    assert!(error["error"]["message"].as_str().unwrap().contains("longer than"));
+    assert_eq!(next().await["id"], 2);
+    drop(writer.await.unwrap());
+}
