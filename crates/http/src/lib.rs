@@ -1,1 +1,26 @@
-//! Loopback MCP HTTP transport (being built).
+//! The loopback MCP HTTP transport of the node host (spec 000): plain JSON-RPC over
+//! `POST http://127.0.0.1:<port>/`, behind a security gate, with bounded bodies, time and
+//! concurrency. It knows nothing about what tools do: every accepted message goes to a shared
+//! [`McpServer`](clawmcp_mcp::McpServer), so a `notifications/cancelled` arriving on one
+//! connection reaches the `tools/call` running on another.
+//!
+//! # Layout
+//!
+//! - [`server`]: bind, accept, connections, the per-request pipeline and shutdown.
+//! - `gate`: loopback, browser signals, Host, bearer token, media type; the refusal table.
+//! - `body`: reading a body bounded in size and time.
+//! - `pools`: ingress, tool and control slots.
+//! - [`limits`]: every bound, with spec 000's defaults.
+//! - [`token`]: the bearer token file and its live reload.
+//!
+//! The CLI calls [`bind`], prints [`HttpServer::endpoint`], then runs [`HttpServer::serve`].
+
+mod body;
+mod gate;
+pub mod limits;
+mod pools;
+pub mod server;
+pub mod token;
+
+pub use limits::{Limits, MAX_BODY_BYTES};
+pub use server::{BindError, HttpConfig, HttpServer, bind};

@@ -45,7 +45,8 @@ impl ErrorCode {
 pub struct RpcError {
     pub code: ErrorCode,
     pub message: String,
-    pub data: Option<Value>,
+    /// Boxed: rarely present, and it keeps `Result<_, RpcError>` small.
+    pub data: Option<Box<Value>>,
 }
 
 impl RpcError {
@@ -361,9 +362,18 @@ pub fn error_frame(id: Option<&RequestId>, error: &RpcError) -> String {
         jsonrpc: "2.0",
         id: id.map(RequestId::raw),
         result: None,
-        error: Some(ErrorBody { code: error.code.code(), message: &error.message, data: error.data.as_ref() }),
+        error: Some(ErrorBody { code: error.code.code(), message: &error.message, data: error.data.as_deref() }),
     };
     serde_json::to_string(&frame).expect("error frames always serialise")
+}
+
+/// The frame answering a message that could not be parsed (`None` for a malformed
+/// notification, which JSON-RPC says is never answered).
+pub fn rejection_frame(rejection: Rejection) -> Option<String> {
+    match rejection {
+        Rejection::Reply { id, error } => Some(error_frame(id.as_ref(), &error)),
+        Rejection::Silent => None,
+    }
 }
 
 /// Serialises a notification (server to client).

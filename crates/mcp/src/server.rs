@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Registration};
-use crate::jsonrpc::{self, ErrorCode, Incoming, Rejection, RequestId, RpcError, id_key_of_raw, params_value};
+use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw, params_value};
 use crate::types::{CallContext, FrameSink, Progress, Tool, ToolResult};
 
 /// The protocol version we speak (spec 000). Clients asking for newer versions accept it.
@@ -128,7 +128,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
     pub async fn handle(&self, body: &[u8], ctx: RequestContext) -> Option<String> {
         match jsonrpc::parse(body) {
             Ok(message) => self.dispatch(message, ctx).await,
-            Err(rejection) => reply_to_rejection(rejection),
+            Err(rejection) => jsonrpc::rejection_frame(rejection),
         }
     }
 
@@ -331,11 +331,4 @@ fn parse_call_params(params: Option<&RawValue>) -> Result<CallParts, String> {
         Some(_) => return Err("'arguments' must be a JSON object if present".into()),
     };
     Ok((name, arguments, params.remove("_meta")))
-}
-
-fn reply_to_rejection(rejection: Rejection) -> Option<String> {
-    match rejection {
-        Rejection::Reply { id, error } => Some(jsonrpc::error_frame(id.as_ref(), &error)),
-        Rejection::Silent => None,
-    }
 }

@@ -132,11 +132,12 @@ where
         }
         let message = match jsonrpc::parse(&line) {
             Ok(message) => message,
-            Err(jsonrpc::Rejection::Reply { id, error }) => {
-                let _ = outbound.send(jsonrpc::error_frame(id.as_ref(), &error)).await;
+            Err(rejection) => {
+                if let Some(frame) = jsonrpc::rejection_frame(rejection) {
+                    let _ = outbound.send(frame).await;
+                }
                 continue;
             }
-            Err(jsonrpc::Rejection::Silent) => continue,
         };
         let ctx = RequestContext { transport_cancel: calls_cancel.child_token(), sink: Some(sink.clone()) };
         match McpServer::<S>::classify(&message) {

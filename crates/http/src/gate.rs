@@ -1,0 +1,325 @@
+//! The security gate: every check a request passes before its body is read, in spec 000's
+//! order, and the one table of refusals (status + short text body) the server can answer with.
+//!
+//! Why each layer exists, given that the socket is bound to 127.0.0.1 only:
+//! - a browser tab is also a loopback client, so any `Origin`, `Referer` or `Sec-Fetch-Site`
+//!   (headers only browsers send) is refused, and no `Access-Control-*` header is ever emitted;
+//! - DNS rebinding makes a browser send a foreign `Host`, so only loopback names pass;
+//! - any local process can reach the port, so every verb needs the bearer token from a file
+//!   only this user can read.
+//!
+//! `Sec-Fetch-Mode` is deliberately not a browser signal: Node's fetch (undici), which the
+//! TypeScript MCP SDK uses, sends `sec-fetch-mode: cors`.
+
+use std::net::IpAddr;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Body;
+
+use crate::token::LiveToken;
+
+/// Every way the server refuses a request, with its exact status and text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    NotLoopback,
+    OriginPresent,
+    BrowserContext,
+    HostNotAllowed,
+    Unauthorized,
+    MethodNotAllowed,
+    UnsupportedMediaType,
+    TooLarge,
+    TimedOut,
+    Busy,
+    BadBody,
+    Internal,
+}
+
+impl Refusal {
+    pub(crate) fn status(self) -> StatusCode {
+        match self {
+            Refusal::NotLoopback | Refusal::OriginPresent | Refusal::BrowserContext | Refusal::HostNotAllowed => {
+                StatusCode::FORBIDDEN
+            }
+            Refusal::Unauthorized => StatusCode::UNAUTHORIZED,
+            Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Refusal::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::TimedOut => StatusCode::REQUEST_TIMEOUT,
+            Refusal::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            Refusal::BadBody => StatusCode::BAD_REQUEST,
+            Refusal::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Refusal::NotLoopback => "loopback only",
+            Refusal::OriginPresent => "origin not allowed",
+            Refusal::BrowserContext => "browser context not allowed",
+            Refusal::HostNotAllowed => "host not allowed",
+            Refusal::Unauthorized => "missing or invalid bearer token",
+            Refusal::MethodNotAllowed => "POST only",
+            Refusal::UnsupportedMediaType => "application/json required",
+            Refusal::TooLarge => "request body too large",
+            Refusal::TimedOut => "request timed out",
+            Refusal::Busy => "server busy",
+            Refusal::BadBody => "request body could not be read",
+            Refusal::Internal => "internal error",
+        }
+    }
+
+    /// The header a client needs to act on this refusal, if any.
+    fn extra_header(self) -> Option<(HeaderName, HeaderValue)> {
+        match self {
+            Refusal::Unauthorized => Some((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))),
+            Refusal::MethodNotAllowed => Some((header::ALLOW, HeaderValue::from_static("GET, POST"))),
+            Refusal::Busy => Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn into_response(self) -> Response<Full<Bytes>> {
+        let mut response = plain_text(self.status(), self.text().to_owned());
+        if let Some((name, value)) = self.extra_header() {
+            response.headers_mut().insert(name, value);
+        }
+        response
+    }
+}
+
+/// A `text/plain` response.
+pub(crate) fn plain_text(status: StatusCode, text: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(text)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+/// Checks 1-4 of spec 000's order: loopback peer, browser signals, Host, bearer token. Applies
+/// to every verb, so nothing is dispatched, not even the GET probe, without the token.
+pub(crate) fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<(), Refusal> {
+    if !peer.to_canonical().is_loopback() {
+        return Err(Refusal::NotLoopback);
+    }
+    let headers = request.headers();
+    if headers.contains_key(header::ORIGIN) {
+        return Err(Refusal::OriginPresent);
+    }
+    if headers.contains_key(header::REFERER) || headers.contains_key("sec-fetch-site") {
+        return Err(Refusal::BrowserContext);
+    }
+    let host_ok = single(headers, header::HOST).is_some_and(|host| is_loopback_host(host.as_bytes()))
+        // An absolute-form target (`POST http://evil.example/`) overrides Host: check it too.
+        && request.uri().authority().is_none_or(|authority| is_loopback_host(authority.as_str().as_bytes()));
+    if !host_ok {
+        return Err(Refusal::HostNotAllowed);
+    }
+    let presented = single(headers, header::AUTHORIZATION).and_then(|value| bearer_credential(value.as_bytes()));
+    match presented {
+        Some(credential) if token.verify(credential) => Ok(()),
+        _ => Err(Refusal::Unauthorized),
+    }
+}
+
+/// Check 7: a POST's media type (before any `;` parameters) is `application/json`. A browser
+/// cannot send that cross-origin without a preflight, which this server never honours.
+pub(crate) fn require_json<B>(request: &Request<B>) -> Result<(), Refusal> {
+    let media_type = single(request.headers(), header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.split(';').next().unwrap_or_default().trim());
+    match media_type {
+        Some(media_type) if media_type.eq_ignore_ascii_case("application/json") => Ok(()),
+        _ => Err(Refusal::UnsupportedMediaType),
+    }
+}
+
+/// A `GET` asking only for an SSE stream (an MCP client's server-push channel) rather than the
+/// text probe: `text/event-stream` is accepted and `text/plain` or `*/*` is not.
+pub(crate) fn wants_event_stream<B>(request: &Request<B>) -> bool {
+    let accept: Vec<String> = request
+        .headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|item| item.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .collect();
+    accept.iter().any(|media| media == "text/event-stream")
+        && !accept.iter().any(|media| media == "text/plain" || media == "text/*" || media == "*/*")
+}
+
+/// Check 8, first half: a declared `Content-Length` over the cap is refused before a byte of the
+/// body is read (hyper sends `100 Continue` only once the body is polled, so the client never
+/// uploads). Streamed and chunked bodies are capped while reading.
+pub(crate) fn refuse_declared_oversize<B: Body>(body: &B, max_body_bytes: usize) -> Result<(), Refusal> {
+    if body.size_hint().lower() > max_body_bytes as u64 { Err(Refusal::TooLarge) } else { Ok(()) }
+}
+
+/// The value of a header that must appear exactly once; a repeated one is as bad as none.
+fn single(headers: &HeaderMap, name: HeaderName) -> Option<&HeaderValue> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    values.next().is_none().then_some(first)
+}
+
+/// `127.0.0.1`, `localhost` (any case) or `[::1]`, optionally followed by `:<port>`.
+fn is_loopback_host(host: &[u8]) -> bool {
+    let Ok(host) = std::str::from_utf8(host) else {
+        return false;
+    };
+    let name = match host.rsplit_once(':') {
+        // `[::1]` contains colons itself: only a colon after the bracket starts a port.
+        Some((name, port)) if !port.contains(']') => {
+            if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err() {
+                return false;
+            }
+            name
+        }
+        _ => host,
+    };
+    name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost") || name == "[::1]"
+}
+
+/// The credential of `Bearer <credential>` (scheme in any case, credential trimmed).
+fn bearer_credential(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|&b| b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let credential = rest.trim_ascii();
+    (!credential.is_empty()).then_some(credential)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    use super::*;
+
+    fn live_token(dir: &tempfile::TempDir) -> (LiveToken, String) {
+        let path = dir.path().join(crate::token::TOKEN_FILE_NAME);
+        let live = LiveToken::load_or_create(&path).unwrap();
+        let token = live.current().to_string();
+        (live, token)
+    }
+
+    fn request(token: &str) -> http::request::Builder {
+        Request::post("/").header("host", "127.0.0.1:8765").header("authorization", format!("Bearer {token}"))
+    }
+
+    #[test]
+    fn a_non_loopback_peer_is_refused_before_anything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let (live, token) = live_token(&dir);
+        let ok = request(&token).body(()).unwrap();
+        assert_eq!(admit(IpAddr::V4(Ipv4Addr::LOCALHOST), &ok, &live), Ok(()));
+        assert_eq!(admit(IpAddr::V6(Ipv6Addr::LOCALHOST), &ok, &live), Ok(()));
+        let mapped = IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped());
+        assert_eq!(admit(mapped, &ok, &live), Ok(()));
+        let lan = IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20));
+        assert_eq!(admit(lan, &ok, &live), Err(Refusal::NotLoopback));
+        let hostile = request(&token).header("origin", "https://evil.example").body(()).unwrap();
+        assert_eq!(admit(lan, &hostile, &live), Err(Refusal::NotLoopback));
+    }
+
+    #[test]
+    fn loopback_host_names() {
+        for ok in ["127.0.0.1", "127.0.0.1:8765", "localhost", "LocalHost:1", "[::1]", "[::1]:65535"] {
+            assert!(is_loopback_host(ok.as_bytes()), "{ok}");
+        }
+        for bad in [
+            "",
+            "evil.example",
+            "127.0.0.1.evil.example",
+            "localhost.",
+            "127.0.0.1:",
+            "127.0.0.1:65536",
+            "127.0.0.1:+80",
+            "127.0.0.1:80:80",
+            "::1",
+            "[::2]",
+            "127.0.0.2",
+            "0.0.0.0",
+        ] {
+            assert!(!is_loopback_host(bad.as_bytes()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn absolute_form_target_must_be_loopback_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let (live, token) = live_token(&dir);
+        let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let rebound = Request::post("http://evil.example/")
+            .header("host", "127.0.0.1")
+            .header("authorization", format!("Bearer {token}"))
+            .body(())
+            .unwrap();
+        assert_eq!(admit(local, &rebound, &live), Err(Refusal::HostNotAllowed));
+        let absolute_local = Request::post("http://localhost:9/")
+            .header("host", "localhost:9")
+            .header("authorization", format!("Bearer {token}"))
+            .body(())
+            .unwrap();
+        assert_eq!(admit(local, &absolute_local, &live), Ok(()));
+    }
+
+    #[test]
+    fn repeated_host_or_authorization_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (live, token) = live_token(&dir);
+        let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let two_hosts = request(&token).header("host", "evil.example").body(()).unwrap();
+        assert_eq!(admit(local, &two_hosts, &live), Err(Refusal::HostNotAllowed));
+        let two_tokens = request(&token).header("authorization", "Bearer nope").body(()).unwrap();
+        assert_eq!(admit(local, &two_tokens, &live), Err(Refusal::Unauthorized));
+    }
+
+    #[test]
+    fn bearer_parsing() {
+        assert_eq!(bearer_credential(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_credential(b"bEaReR   abc \t"), Some(&b"abc"[..]));
+        assert_eq!(bearer_credential(b"Bearer "), None);
+        assert_eq!(bearer_credential(b"Bearer"), None);
+        assert_eq!(bearer_credential(b"Basic abc"), None);
+        assert_eq!(bearer_credential(b"Bearerabc"), None);
+    }
+
+    #[test]
+    fn media_type_ignores_parameters_and_case() {
+        let with = |value: &str| require_json(&Request::post("/").header("content-type", value).body(()).unwrap());
+        assert_eq!(with("application/json"), Ok(()));
+        assert_eq!(with(" Application/JSON ; charset=utf-8"), Ok(()));
+        assert_eq!(with("text/plain"), Err(Refusal::UnsupportedMediaType));
+        assert_eq!(with("application/json-seq"), Err(Refusal::UnsupportedMediaType));
+        assert_eq!(require_json(&Request::post("/").body(()).unwrap()), Err(Refusal::UnsupportedMediaType));
+    }
+
+    #[test]
+    fn refusals_never_carry_cors_headers() {
+        for refusal in [
+            Refusal::NotLoopback,
+            Refusal::OriginPresent,
+            Refusal::BrowserContext,
+            Refusal::HostNotAllowed,
+            Refusal::Unauthorized,
+            Refusal::MethodNotAllowed,
+            Refusal::UnsupportedMediaType,
+            Refusal::TooLarge,
+            Refusal::TimedOut,
+            Refusal::Busy,
+            Refusal::BadBody,
+            Refusal::Internal,
+        ] {
+            let response = refusal.into_response();
+            assert_eq!(response.status(), refusal.status());
+            assert!(response.headers().keys().all(|name| !name.as_str().starts_with("access-control-")));
+            assert_eq!(response.headers()[header::CONTENT_TYPE], "text/plain; charset=utf-8");
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Every bound the loopback server enforces, in one struct, so that a reader sees them all at
+//! once and tests can shrink any of them instead of waiting for real durations.
+//!
+//! `Limits::default()` gives spec 000's values. Spec 000 also names four lease/streaming slots
+//! for the `openclaw/file-channel` extension; they belong to that extension and arrive with it,
+//! as a fourth pool beside the three below.
+
+use std::time::Duration;
+
+use clawmcp_mcp::server::CANCEL_GRACE;
+
+/// Largest request body accepted (spec 000: 4 MiB). Exactly this many bytes is accepted.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The bounds of one server. All fields are public so the CLI and tests can adjust them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body, declared or streamed. Guards memory: a body is held whole while it
+    /// is parsed.
+    pub max_body_bytes: usize,
+    /// Requests that may read and parse a body at once (spec 000: 32 ingress readers). Bounds the
+    /// memory held by bodies in flight to `ingress_readers * max_body_bytes`.
+    pub ingress_readers: usize,
+    /// `tools/call` handlers at once (spec 000: 16). Tool calls run for minutes, so they get a
+    /// pool of their own.
+    pub tool_slots: usize,
+    /// Handlers for everything else at once (spec 000: 8): ping, initialize, tools/list,
+    /// `notifications/cancelled`, approvals. Separate from `tool_slots` so that busy tools can
+    /// never starve a ping or the cancellation that would free them.
+    pub control_slots: usize,
+    /// How long a request waits for an ingress, tool or control slot before `503 server busy`
+    /// (spec 000: 50 ms). Short, so an overloaded server says so instead of queueing without end.
+    pub slot_wait: Duration,
+    /// Open connections at once. Beyond this the server stops accepting until one closes (the
+    /// kernel's backlog holds the rest), so a local process cannot exhaust file descriptors.
+    pub max_connections: usize,
+    /// Time to receive a request's headers (slowloris). hyper restarts this timer whenever a
+    /// keep-alive connection goes idle, so it is also the idle limit of a kept-alive connection.
+    /// Real clients close idle connections after 4-5 s, before this fires.
+    pub header_read_timeout: Duration,
+    /// Bytes of request head (request line and headers). Real clients send well under 1 KiB.
+    pub max_header_bytes: usize,
+    /// Number of request headers.
+    pub max_headers: usize,
+    /// Time to receive a whole body once its headers arrived; a stalled upload then gets
+    /// `408 request timed out` and frees its ingress slot. A 4 MiB body over loopback takes
+    /// milliseconds.
+    pub body_read_timeout: Duration,
+    /// Deadline of one request from its headers to its answer, tool call included (spec 000:
+    /// 6 minutes, longer than the 5-minute screen recording cap). On expiry the tool is
+    /// cancelled and the call answers the tool error `request timed out`.
+    pub request_timeout: Duration,
+    /// After the transport gives up on a request (deadline, disconnect, shutdown), how long the
+    /// handler may still run before it is abandoned. The dispatcher already bounds a cancelled
+    /// tool's cleanup by `CANCEL_GRACE`; this catches a handler that ignores cancellation.
+    pub abandon_after_cancel: Duration,
+    /// On shutdown, how long in-flight requests (already cancelled) get to answer before
+    /// `serve` returns anyway (spec 000: 5 s drain).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: MAX_BODY_BYTES,
+            ingress_readers: 32,
+            tool_slots: 16,
+            control_slots: 8,
+            slot_wait: Duration::from_millis(50),
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 64 * 1024,
+            max_headers: 64,
+            body_read_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(6 * 60),
+            abandon_after_cancel: CANCEL_GRACE + Duration::from_secs(1),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}

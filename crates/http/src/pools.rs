@@ -1,0 +1,55 @@
+//! The three concurrency pools of spec 000 and the short, bounded wait for a slot.
+//!
+//! A request first takes an *ingress* slot to read and parse its body, gives it back, and then
+//! takes a slot from the pool its message class needs: *tool* for `tools/call`, *control* for
+//! everything else. Tool calls can therefore fill their pool without touching the slots a ping
+//! or a `notifications/cancelled` needs. A slot that is not free within `slot_wait` becomes
+//! `503 server busy`: the client retries instead of piling up behind a stuck tool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawmcp_mcp::MessageClass;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::gate::Refusal;
+use crate::limits::Limits;
+
+pub(crate) struct Pools {
+    ingress: Arc<Semaphore>,
+    tool: Arc<Semaphore>,
+    control: Arc<Semaphore>,
+    wait: Duration,
+}
+
+impl Pools {
+    pub(crate) fn new(limits: &Limits) -> Self {
+        Pools {
+            ingress: Arc::new(Semaphore::new(limits.ingress_readers)),
+            tool: Arc::new(Semaphore::new(limits.tool_slots)),
+            control: Arc::new(Semaphore::new(limits.control_slots)),
+            wait: limits.slot_wait,
+        }
+    }
+
+    /// A slot for reading and parsing one body.
+    pub(crate) async fn ingress(&self) -> Result<OwnedSemaphorePermit, Refusal> {
+        self.acquire(&self.ingress).await
+    }
+
+    /// A slot for handling one message of `class`.
+    pub(crate) async fn handler(&self, class: MessageClass) -> Result<OwnedSemaphorePermit, Refusal> {
+        match class {
+            MessageClass::Tool => self.acquire(&self.tool).await,
+            MessageClass::Control => self.acquire(&self.control).await,
+        }
+    }
+
+    async fn acquire(&self, pool: &Arc<Semaphore>) -> Result<OwnedSemaphorePermit, Refusal> {
+        match tokio::time::timeout(self.wait, pool.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            // The pools are never closed; a closed one would mean "no capacity" all the same.
+            Ok(Err(_)) | Err(_) => Err(Refusal::Busy),
+        }
+    }
+}

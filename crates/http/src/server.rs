@@ -1,0 +1,348 @@
+//! The listener, connections and the request pipeline: bind to 127.0.0.1, accept within the
+//! connection cap, and take each request through gate, pools, body read and dispatch.
+//!
+//! One request, in order (spec 000):
+//! 1. the gate (loopback, browser signals, Host, bearer token) for every verb;
+//! 2. `GET` is the probe, any other verb but `POST` is `405`;
+//! 3. media type, declared length;
+//! 4. an ingress slot, then the body (size- and time-capped) and its JSON-RPC parse;
+//! 5. a tool or control slot by message class, then the dispatcher, under the request deadline.
+//!
+//! The dispatch runs in a task of its own, holding its slot, so that when the client goes away
+//! (hyper drops the request's future) the tool is *cancelled and allowed to clean up* instead of
+//! being dropped mid-work: a drop guard fires the request's transport token, the dispatcher turns
+//! that into cancelling the tool, and the slot stays taken until the tool has really stopped.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use clawmcp_mcp::jsonrpc::{self, Incoming};
+use clawmcp_mcp::{McpServer, McpService, RequestContext};
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::body::read_body;
+use crate::gate::{self, Refusal, plain_text};
+use crate::limits::Limits;
+use crate::pools::Pools;
+use crate::token::{LiveToken, TokenError};
+
+/// What [`bind`] needs.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Port on 127.0.0.1; 0 picks a free one (tests).
+    pub port: u16,
+    /// The bearer token file, created on first bind if missing or blank.
+    pub token_path: PathBuf,
+    pub limits: Limits,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("port {port} on 127.0.0.1 is already in use: stop the other process or pass --port")]
+    AddrInUse { port: u16 },
+    #[error(
+        "permission denied listening on port {port} of 127.0.0.1: ports below 1024 need privileges; pass --port with a higher port"
+    )]
+    PermissionDenied { port: u16 },
+    #[error("cannot listen on port {port} of 127.0.0.1: {source}")]
+    Io { port: u16, source: io::Error },
+    #[error(transparent)]
+    Token(#[from] TokenError),
+}
+
+impl BindError {
+    fn from_io(port: u16, source: io::Error) -> Self {
+        match source.kind() {
+            io::ErrorKind::AddrInUse => BindError::AddrInUse { port },
+            io::ErrorKind::PermissionDenied => BindError::PermissionDenied { port },
+            _ => BindError::Io { port, source },
+        }
+    }
+}
+
+/// Binds 127.0.0.1:`port` (never another interface) and loads or creates the bearer token.
+pub async fn bind(config: HttpConfig) -> Result<HttpServer, BindError> {
+    let HttpConfig { port, token_path, limits } = config;
+    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await
+        .map_err(|e| BindError::from_io(port, e))?;
+    let local_addr = listener.local_addr().map_err(|e| BindError::Io { port, source: e })?;
+    let token = Arc::new(LiveToken::load_or_create(&token_path)?);
+    Ok(HttpServer { listener, local_addr, token, limits })
+}
+
+/// A bound server, ready to [`serve`](HttpServer::serve).
+pub struct HttpServer {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    token: Arc<LiveToken>,
+    limits: Limits,
+}
+
+/// State every connection and request shares.
+struct Shared<S: McpService + ?Sized> {
+    mcp: Arc<McpServer<S>>,
+    token: Arc<LiveToken>,
+    limits: Limits,
+    pools: Pools,
+    probe: String,
+    /// Parent of every request's transport token; cancelled on shutdown.
+    requests: CancellationToken,
+    /// Connections and dispatch tasks, so shutdown can wait for them.
+    tasks: TaskTracker,
+}
+
+/// How a dispatch task ended.
+enum Handled {
+    /// The dispatcher's frame (`None`: nothing to send back, e.g. a notification).
+    Answered(Option<String>),
+    /// The handler ignored cancellation past `abandon_after_cancel` and was dropped.
+    Abandoned,
+}
+
+impl HttpServer {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://127.0.0.1:<port>/`, what clients are configured with.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.local_addr.port())
+    }
+
+    /// Serves until `shutdown` fires; then stops accepting, cancels every in-flight request
+    /// (tools see their cancel token, callers get `request timed out`), waits up to
+    /// `limits.shutdown_grace` for them to answer, and returns. Accept errors (a burst of
+    /// EMFILE, an aborted handshake) are logged and retried, never fatal.
+    pub async fn serve<S: McpService + ?Sized>(
+        self,
+        mcp: Arc<McpServer<S>>,
+        shutdown: CancellationToken,
+    ) -> io::Result<()> {
+        let probe = format!("OpenClaw MCP server. POST JSON-RPC to {}", self.endpoint());
+        tracing::info!(endpoint = %self.endpoint(), "MCP HTTP server listening");
+        let HttpServer { listener, token, limits, .. } = self;
+        let connection_slots = Arc::new(Semaphore::new(limits.max_connections));
+        let shared = Arc::new(Shared {
+            mcp,
+            token,
+            pools: Pools::new(&limits),
+            limits,
+            probe,
+            requests: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        });
+        loop {
+            // Take a connection slot before accepting: at the cap, new clients wait in the
+            // kernel's backlog instead of costing us a file descriptor.
+            let slot = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                slot = connection_slots.clone().acquire_owned() => slot.expect("the connection semaphore is never closed"),
+            };
+            let (stream, peer) = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        accept_backoff(&e).await;
+                        continue;
+                    }
+                },
+            };
+            shared.tasks.spawn(serve_connection(shared.clone(), stream, peer, shutdown.clone(), slot));
+        }
+        drop(listener);
+        shared.requests.cancel();
+        shared.tasks.close();
+        if tokio::time::timeout(shared.limits.shutdown_grace, shared.tasks.wait()).await.is_err() {
+            tracing::warn!(
+                grace = ?shared.limits.shutdown_grace,
+                "MCP HTTP shutdown: some requests did not finish in time and were left behind"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Per-connection accept failures are the client's problem; anything else (out of file
+/// descriptors or memory) gets a pause so the loop does not spin while it lasts.
+async fn accept_backoff(error: &io::Error) {
+    match error.kind() {
+        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted => {
+            tracing::debug!(%error, "accept failed for one connection");
+        }
+        _ => {
+            tracing::warn!(%error, "accept failed; retrying shortly");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+async fn serve_connection<S: McpService + ?Sized>(
+    shared: Arc<Shared<S>>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shutdown: CancellationToken,
+    _connection_slot: OwnedSemaphorePermit,
+) {
+    let limits = &shared.limits;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(limits.max_header_bytes)
+        .max_headers(limits.max_headers)
+        .keep_alive(true);
+    let service = {
+        let shared = shared.clone();
+        service_fn(move |request| {
+            let shared = shared.clone();
+            async move { Ok::<_, Infallible>(respond(&shared, peer, request).await) }
+        })
+    };
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    let ended = tokio::select! {
+        ended = connection.as_mut() => ended,
+        _ = shutdown.cancelled() => {
+            // Idle connections close now; busy ones after their (already cancelled) request.
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = ended {
+        tracing::debug!(%peer, %error, "MCP HTTP connection ended with an error");
+    }
+}
+
+async fn respond<S: McpService + ?Sized>(
+    shared: &Arc<Shared<S>>,
+    peer: SocketAddr,
+    request: Request<hyper::body::Incoming>,
+) -> Response<Full<Bytes>> {
+    let received = Instant::now();
+    let method = request.method().clone();
+    answer(shared, peer, request, received).await.unwrap_or_else(|refusal| {
+        tracing::debug!(%peer, %method, status = refusal.status().as_u16(), reason = refusal.text(), "request refused");
+        refusal.into_response()
+    })
+}
+
+async fn answer<S: McpService + ?Sized>(
+    shared: &Arc<Shared<S>>,
+    peer: SocketAddr,
+    request: Request<hyper::body::Incoming>,
+    received: Instant,
+) -> Result<Response<Full<Bytes>>, Refusal> {
+    let limits = &shared.limits;
+    gate::admit(peer.ip(), &request, &shared.token)?;
+    match *request.method() {
+        // MCP clients open `GET` with `Accept: text/event-stream` for a server-push stream we do
+        // not offer; the streamable-HTTP spec says to answer 405 so they carry on without it.
+        Method::GET if gate::wants_event_stream(&request) => return Err(Refusal::MethodNotAllowed),
+        Method::GET => return Ok(plain_text(StatusCode::OK, shared.probe.clone())),
+        Method::POST => {}
+        _ => return Err(Refusal::MethodNotAllowed),
+    }
+    gate::require_json(&request)?;
+    gate::refuse_declared_oversize(request.body(), limits.max_body_bytes)?;
+
+    // The transport's side of this request. It fires at the deadline, on shutdown (parent
+    // token), or when hyper drops this future because the client went away (the guard).
+    let transport_cancel = shared.requests.child_token();
+    let _cancel_on_disconnect = transport_cancel.clone().drop_guard();
+    let deadline = received + limits.request_timeout;
+
+    let ingress = shared.pools.ingress().await?;
+    let body_deadline = deadline.min(Instant::now() + limits.body_read_timeout);
+    let body = read_body(request.into_body(), limits.max_body_bytes, body_deadline, &transport_cancel).await?;
+    let message = match jsonrpc::parse(&body) {
+        Ok(message) => message,
+        Err(rejection) => return Ok(jsonrpc_response(jsonrpc::rejection_frame(rejection))),
+    };
+    drop(body);
+    drop(ingress);
+
+    let handler_slot = shared.pools.handler(McpServer::<S>::classify(&message)).await?;
+    let task = shared.tasks.spawn(dispatch_bounded(
+        shared.mcp.clone(),
+        message,
+        transport_cancel.clone(),
+        deadline,
+        limits.abandon_after_cancel,
+        handler_slot,
+    ));
+    match task.await {
+        Ok(Handled::Answered(frame)) => Ok(jsonrpc_response(frame)),
+        Ok(Handled::Abandoned) => Err(Refusal::TimedOut),
+        Err(error) => {
+            tracing::error!(%error, "MCP request handler failed");
+            Err(Refusal::Internal)
+        }
+    }
+}
+
+/// Runs one message through the dispatcher under the request deadline. Holding `_slot` for the
+/// whole run keeps a cancelled tool counted until it has actually stopped.
+async fn dispatch_bounded<S: McpService + ?Sized>(
+    mcp: Arc<McpServer<S>>,
+    message: Incoming,
+    transport_cancel: CancellationToken,
+    deadline: Instant,
+    abandon_after: Duration,
+    _slot: OwnedSemaphorePermit,
+) -> Handled {
+    let dispatch = mcp.dispatch(message, RequestContext::new(transport_cancel.clone()));
+    tokio::pin!(dispatch);
+    tokio::select! {
+        biased;
+        frame = &mut dispatch => return Handled::Answered(frame),
+        _ = tokio::time::sleep_until(deadline) => transport_cancel.cancel(),
+        _ = transport_cancel.cancelled() => {}
+    }
+    // The dispatcher has seen the cancellation too: a tool call now answers `request timed
+    // out` once the tool has cleaned up (bounded by the dispatcher's own grace).
+    match tokio::time::timeout(abandon_after, dispatch).await {
+        Ok(frame) => Handled::Answered(frame),
+        Err(_) => {
+            tracing::warn!("an MCP request handler ignored cancellation and was abandoned");
+            Handled::Abandoned
+        }
+    }
+}
+
+/// A JSON-RPC frame is `200 application/json`, errors included (TypeScript clients lose the
+/// JSON-RPC error of a non-2xx answer); no frame (a notification or a client's response) is
+/// `202 Accepted` with an empty body.
+fn jsonrpc_response(frame: Option<String>) -> Response<Full<Bytes>> {
+    match frame {
+        Some(frame) => {
+            let mut response = Response::new(Full::new(Bytes::from(frame)));
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        None => {
+            let mut response = Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = StatusCode::ACCEPTED;
+            response
+        }
+    }
+}

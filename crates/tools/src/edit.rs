@@ -1,0 +1,324 @@
+//! `edit`: replace an exact, unique piece of text in a file.
+//!
+//! Schema and messages follow OpenClaw/pi (tools-bridge.md §13.3): `path`, `oldText`,
+//! `newText` with the Claude Code aliases `file_path`/`old_string`/`new_string`; the text must
+//! occur exactly once ("Found N occurrences … must be unique"); "Could not find the exact
+//! text"; "No changes made". We add `replace_all` (Claude Code's) and name the lines of every
+//! occurrence so the model can widen the right one.
+//!
+//! Line endings: matching is exact, except that in a CRLF file an `oldText` written with LF
+//! is also tried with CRLF, and `newText` is always converted to the file's line ending. Only
+//! the matched region changes, so the rest of the file (its other endings, BOM, trailing
+//! newline) is byte-for-byte preserved — unlike pi, which rewrites every line ending.
+//! On any error the file is not touched; the replacement is written atomically.
+
+use std::fs;
+use std::time::Duration;
+
+use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use serde_json::{Map, Value, json};
+use similar::TextDiff;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{Args, Param};
+use crate::atomic;
+use crate::fs_error;
+use crate::text::format_size;
+use crate::workspace::{TargetPath, Workspace};
+
+pub(crate) const NAME: &str = "edit";
+
+const PATH: Param = Param::new(&["path", "file_path"]);
+// `oldString`/`newString`/`replaceAll` are the upstream bridge's spellings (§4.3).
+const OLD_TEXT: Param = Param::with_legacy(&["oldText", "old_string", "oldString"], 2);
+const NEW_TEXT: Param = Param::with_legacy(&["newText", "new_string", "newString"], 2);
+const REPLACE_ALL: Param = Param::with_legacy(&["replace_all", "replaceAll"], 1);
+
+/// Edit reads the whole file into memory, so it refuses files beyond this.
+pub(crate) const MAX_EDIT_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Lines of unified diff returned; the file itself is changed in full regardless.
+const MAX_DIFF_LINES: usize = 200;
+/// Occurrence line numbers listed in the non-unique error.
+const MAX_LISTED_OCCURRENCES: usize = 20;
+/// A safety valve for pathological diffs (huge replace_all): similar then returns a coarser
+/// but still correct diff instead of taking quadratic time.
+const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Changes a file in place; repeating the same edit fails (the old text is gone).
+const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: false, open_world_hint: false };
+
+pub(crate) fn descriptor() -> Tool {
+    let path = json!({"type": "string", "description": "Path to the file to edit (relative or absolute)"});
+    let old = json!({"type": "string", "description": "Exact text to find and replace (must match exactly)"});
+    let new = json!({"type": "string", "description": "New text to replace the old text with"});
+    Tool {
+        name: NAME.into(),
+        description: "Edit a file by replacing exact text. oldText must match the file exactly, including all \
+                      whitespace and newlines (do not include the line-number prefix that read shows), and must \
+                      occur exactly once unless replace_all is true; otherwise the edit fails and the file is left \
+                      unchanged. newText may be empty to delete. Line endings (CRLF stays CRLF) and the rest of the \
+                      file are preserved. Returns a unified diff of the change."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "path": path,
+                "file_path": path,
+                "oldText": old,
+                "old_string": old,
+                "newText": new,
+                "new_string": new,
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence of oldText instead of requiring exactly one (default false)",
+                },
+            },
+            "required": [],
+        }),
+        annotations: Some(ANNOTATIONS),
+    }
+}
+
+struct EditRequest {
+    target: TargetPath,
+    old_text: String,
+    new_text: String,
+    replace_all: bool,
+}
+
+pub(crate) async fn run(workspace: &Workspace, args: &Map<String, Value>, ctx: &CallContext) -> ToolResult {
+    let request = match parse(workspace, args) {
+        Ok(request) => request,
+        Err(message) => return ToolResult::error(message),
+    };
+    let cancel = ctx.cancel.clone();
+    crate::blocking(NAME, move || edit_file(&request, &cancel).unwrap_or_else(ToolResult::error)).await
+}
+
+fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<EditRequest, String> {
+    let args = Args::new(args);
+    let path = args.required_string(PATH, false).map_err(|e| e.to_string())?;
+    let old_text = args.required_string(OLD_TEXT, true).map_err(|e| e.to_string())?;
+    let new_text = args.required_string(NEW_TEXT, true).map_err(|e| e.to_string())?;
+    let replace_all = args.bool(REPLACE_ALL).map_err(|e| e.to_string())?.unwrap_or(false);
+    let target = workspace.resolve(&path)?;
+    if old_text.is_empty() {
+        return Err(format!(
+            "oldText is empty, which would match everywhere in {}. Pass the exact text to replace; to create \
+             or overwrite a whole file use write.",
+            target.given
+        ));
+    }
+    if old_text == new_text {
+        return Err(format!("No changes made to {}: oldText and newText are identical.", target.given));
+    }
+    Ok(EditRequest { target, old_text, new_text, replace_all })
+}
+
+fn edit_file(request: &EditRequest, cancel: &CancellationToken) -> Result<ToolResult, String> {
+    let target = &request.target;
+    let shown = &target.given;
+    let meta = fs::metadata(&target.abs).map_err(|e| fs_error::describe("edit", target, &e))?;
+    if meta.is_dir() {
+        return Err(format!("Cannot edit {}: it is a directory, not a file.", target.describe()));
+    }
+    if meta.len() > MAX_EDIT_FILE_BYTES {
+        return Err(format!(
+            "{shown} is {}, over the {} edit limit (edit loads the whole file). Use write to replace it, or \
+             split the file.",
+            format_size(meta.len()),
+            format_size(MAX_EDIT_FILE_BYTES)
+        ));
+    }
+    let real = atomic::follow_symlink(&target.abs).map_err(|e| fs_error::describe("edit", target, &e))?;
+    let bytes = fs::read(&real).map_err(|e| fs_error::describe("read", target, &e))?;
+    if let Some(at) = memchr::memchr(0, &bytes) {
+        return Err(format!(
+            "{shown} looks like a binary file (NUL byte at offset {at}); edit only changes text files."
+        ));
+    }
+    let content = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{shown} is not valid UTF-8 (invalid byte at offset {}); editing it as text would corrupt it. \
+             Use write to replace it entirely if that is intended.",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+
+    let ending = LineEnding::of(&content);
+    let new_text = ending.apply(&request.new_text);
+    let (old_text, offsets) = [request.old_text.clone(), ending.apply(&request.old_text)]
+        .into_iter()
+        .map(|candidate| {
+            let offsets: Vec<usize> = content.match_indices(&candidate).map(|(at, _)| at).collect();
+            (candidate, offsets)
+        })
+        .find(|(_, offsets)| !offsets.is_empty())
+        .ok_or_else(|| not_found_message(shown, &content, &request.old_text))?;
+
+    if offsets.len() > 1 && !request.replace_all {
+        let lines = line_numbers(&content, &offsets);
+        let listed: Vec<String> = lines.iter().take(MAX_LISTED_OCCURRENCES).map(u64::to_string).collect();
+        let more = if lines.len() > MAX_LISTED_OCCURRENCES { ", …" } else { "" };
+        return Err(format!(
+            "Found {} occurrences of the text in {shown} (at lines {}{more}). The text must be unique. Please \
+             provide more context to make it unique, or set replace_all to replace every occurrence.",
+            offsets.len(),
+            listed.join(", ")
+        ));
+    }
+    let updated = if request.replace_all {
+        content.replace(&old_text, &new_text)
+    } else {
+        let at = offsets[0];
+        [&content[..at], &new_text, &content[at + old_text.len()..]].concat()
+    };
+    if updated == content {
+        return Err(format!(
+            "No changes made to {shown}: the replacement produced identical content (oldText and newText differ \
+             only in line endings, which follow the file's)."
+        ));
+    }
+    if cancel.is_cancelled() {
+        return Err(CANCELLED.into());
+    }
+    atomic::write_atomic(&real, updated.as_bytes()).map_err(|e| fs_error::describe("write", target, &e))?;
+
+    let summary = match offsets.len() {
+        1 => format!("Successfully replaced text in {shown}."),
+        n => format!("Successfully replaced {n} occurrences of the text in {shown}."),
+    };
+    Ok(ToolResult::text(format!("{summary}\n\n{}", unified_diff(shown, &content, &updated))))
+}
+
+/// The file's line ending, judged by its first line break (as pi does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineEnding {
+    Lf,
+    Crlf,
+}
+
+impl LineEnding {
+    fn of(content: &str) -> LineEnding {
+        match content.find('\n') {
+            Some(at) if content[..at].ends_with('\r') => LineEnding::Crlf,
+            _ => LineEnding::Lf,
+        }
+    }
+
+    /// `text` with every line break in this ending.
+    fn apply(self, text: &str) -> String {
+        let lf = text.replace("\r\n", "\n");
+        match self {
+            LineEnding::Lf => lf,
+            LineEnding::Crlf => lf.replace('\n', "\r\n"),
+        }
+    }
+}
+
+/// 1-based line of each byte offset (offsets ascending).
+fn line_numbers(content: &str, offsets: &[usize]) -> Vec<u64> {
+    let mut line = 1;
+    let mut counted_to = 0;
+    offsets
+        .iter()
+        .map(|&at| {
+            line += memchr::memchr_iter(b'\n', &content.as_bytes()[counted_to..at]).count() as u64;
+            counted_to = at;
+            line
+        })
+        .collect()
+}
+
+/// pi's message plus whatever we can tell about why it did not match.
+fn not_found_message(shown: &str, content: &str, old_text: &str) -> String {
+    let mut message = format!(
+        "Could not find the exact text in {shown}. The old text must match exactly including all whitespace and \
+         newlines. The file was not changed."
+    );
+    if looks_line_numbered(old_text) {
+        message.push_str(
+            " oldText seems to start its lines with read's line-number prefix (spaces, number, tab): remove it.",
+        );
+    } else if squash_whitespace(content).contains(&squash_whitespace(old_text)) {
+        message.push_str(
+            " The text does occur if whitespace is ignored: check indentation (tabs vs spaces), trailing spaces \
+             and line breaks, and copy it exactly from read output.",
+        );
+    } else {
+        message.push_str(" Re-read the file to get its current content.");
+    }
+    message
+}
+
+fn looks_line_numbered(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
+    lines.peek().is_some()
+        && lines.all(|line| {
+            line.trim_start()
+                .split_once('\t')
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+fn squash_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A unified diff with 3 lines of context, CRs dropped for display, capped in length.
+fn unified_diff(shown: &str, before: &str, after: &str) -> String {
+    let diff = TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(before, after);
+    let text = diff.unified_diff().context_radius(3).header(shown, shown).to_string().replace("\r\n", "\n");
+    let total = text.lines().count();
+    if total <= MAX_DIFF_LINES {
+        return text.trim_end().to_string();
+    }
+    let kept: Vec<&str> = text.lines().take(MAX_DIFF_LINES).collect();
+    format!("{}\n[diff truncated: {} more lines]", kept.join("\n"), total - MAX_DIFF_LINES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_ending_follows_the_first_break() {
+        assert_eq!(LineEnding::of("a\r\nb\n"), LineEnding::Crlf);
+        assert_eq!(LineEnding::of("a\nb\r\n"), LineEnding::Lf);
+        assert_eq!(LineEnding::of("no break"), LineEnding::Lf);
+        assert_eq!(LineEnding::Crlf.apply("a\nb\r\nc"), "a\r\nb\r\nc");
+        assert_eq!(LineEnding::Lf.apply("a\r\nb"), "a\nb");
+    }
+
+    #[test]
+    fn occurrence_lines_are_one_based() {
+        let content = "x\nx x\nz\nx";
+        let offsets: Vec<usize> = content.match_indices('x').map(|(at, _)| at).collect();
+        assert_eq!(line_numbers(content, &offsets), [1, 2, 2, 4]);
+    }
+
+    #[test]
+    fn line_number_prefixes_are_recognised() {
+        assert!(looks_line_numbered("     3\tfn main() {\n     4\t}"));
+        assert!(!looks_line_numbered("fn main() {\n}"));
+        assert!(!looks_line_numbered("\tindented"));
+    }
+
+    #[test]
+    fn not_found_hints_at_whitespace_differences() {
+        let message = not_found_message("a.rs", "fn main() {\n\tlet x = 1;\n}", "fn main() {\n    let x = 1;");
+        assert!(message.contains("does occur if whitespace is ignored"), "{message}");
+        let message = not_found_message("a.rs", "fn main() {}", "something else");
+        assert!(message.contains("Re-read the file"), "{message}");
+    }
+
+    #[test]
+    fn long_diffs_are_capped() {
+        let before: String = (0..500).map(|i| format!("{i}\n")).collect();
+        let after: String = (0..500).map(|i| format!("{}\n", i * 2)).collect();
+        let diff = unified_diff("f", &before, &after);
+        assert_eq!(diff.lines().count(), MAX_DIFF_LINES + 1);
+        assert!(diff.lines().last().unwrap().starts_with("[diff truncated: "));
+    }
+}

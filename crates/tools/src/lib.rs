@@ -1,0 +1,191 @@
+//! The local coding tools of `clawmcp tools` (spec 002): `read`, `write`, `edit`, `glob`,
+//! `grep`, run in this process against a [`Workspace`] instead of being proxied to the gateway.
+//!
+//! # Why they exist and what they promise
+//!
+//! The upstream Node bridge implemented these tools itself with known defects (tools-bridge.md
+//! §4, §14): whole-file reads, first-match edits, errors swallowed as "(no matches)", globs
+//! without `{a,b}`. Ours keep OpenClaw's own schemas where OpenClaw has the tool (`read`,
+//! `write`, `edit`, with the Claude Code aliases `file_path`/`old_string`/`new_string`) and
+//! Claude-Code-like schemas for `glob` and `grep`, which OpenClaw does not ship. Bad input never
+//! corrupts a file: writes are atomic and an edit that fails changes nothing.
+//!
+//! # Layout
+//!
+//! - [`LocalTool`]: the registry; one variant per tool, each tool one module exposing its
+//!   descriptor and `run`.
+//! - `workspace`: path resolution; `args`: aliased arguments; `fs_error`: I/O error wording;
+//!   `atomic`: atomic replace; `text`: lossy lines; `walk`: the ignore-aware walk glob and
+//!   grep share.
+//!
+//! Reserved names: `exec` and `process` belong to this surface too (the upstream bridge has
+//! them). They come in a later slice, sharing a process-group spawning module with the node's
+//! `system.run`; [`call_local`] returns `None` for them until then.
+
+mod args;
+mod atomic;
+mod edit;
+mod fs_error;
+mod glob;
+mod grep;
+mod read;
+mod text;
+mod walk;
+mod workspace;
+mod write;
+
+use clawmcp_mcp::{CallContext, Tool, ToolResult};
+use serde_json::{Map, Value};
+
+pub use workspace::Workspace;
+
+/// One local tool. The order of [`LocalTool::ALL`] is the advertised order (the upstream
+/// bridge's: read, write, edit, then exec when it lands, glob, grep).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalTool {
+    Read,
+    Write,
+    Edit,
+    Glob,
+    Grep,
+}
+
+impl LocalTool {
+    pub const ALL: [LocalTool; 5] =
+        [LocalTool::Read, LocalTool::Write, LocalTool::Edit, LocalTool::Glob, LocalTool::Grep];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalTool::Read => read::NAME,
+            LocalTool::Write => write::NAME,
+            LocalTool::Edit => edit::NAME,
+            LocalTool::Glob => glob::NAME,
+            LocalTool::Grep => grep::NAME,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<LocalTool> {
+        LocalTool::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// The `tools/list` entry: name, description, JSON Schema, annotations.
+    pub fn descriptor(self) -> Tool {
+        match self {
+            LocalTool::Read => read::descriptor(),
+            LocalTool::Write => write::descriptor(),
+            LocalTool::Edit => edit::descriptor(),
+            LocalTool::Glob => glob::descriptor(),
+            LocalTool::Grep => grep::descriptor(),
+        }
+    }
+
+    /// Runs the tool. Every failure is a `ToolResult::error` saying what, why and what to do.
+    /// The file work runs on tokio's blocking pool and polls `ctx.cancel` as it goes;
+    /// `write`/`edit` check it only before they commit, so "cancelled" never hides a write.
+    pub async fn run(self, workspace: &Workspace, args: &Map<String, Value>, ctx: &CallContext) -> ToolResult {
+        match self {
+            LocalTool::Read => read::run(workspace, args, ctx).await,
+            LocalTool::Write => write::run(workspace, args, ctx).await,
+            LocalTool::Edit => edit::run(workspace, args, ctx).await,
+            LocalTool::Glob => glob::run(workspace, args, ctx).await,
+            LocalTool::Grep => grep::run(workspace, args, ctx).await,
+        }
+    }
+}
+
+/// The descriptors of every local tool, in advertised order.
+pub fn local_tools() -> Vec<Tool> {
+    LocalTool::ALL.into_iter().map(LocalTool::descriptor).collect()
+}
+
+/// Runs `name` if it is a local tool; `None` means "not mine" (forward it to the gateway).
+pub async fn call_local(
+    name: &str,
+    args: &Map<String, Value>,
+    ctx: &CallContext,
+    workspace: &Workspace,
+) -> Option<ToolResult> {
+    let tool = LocalTool::from_name(name)?;
+    Some(tool.run(workspace, args, ctx).await)
+}
+
+/// Runs blocking file work off the async threads. A panic becomes a tool error rather than
+/// taking the server down.
+async fn blocking<F>(tool: &'static str, work: F) -> ToolResult
+where
+    F: FnOnce() -> ToolResult + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(err) => ToolResult::error(format!(
+            "Internal error in the {tool} tool: {err}. This is a clawmcp bug; please report it with the arguments used."
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_not_local() {
+        for tool in LocalTool::ALL {
+            assert_eq!(LocalTool::from_name(tool.name()), Some(tool));
+            assert_eq!(tool.descriptor().name, tool.name());
+        }
+        assert_eq!(LocalTool::from_name("exec"), None);
+        assert_eq!(LocalTool::from_name("sessions_spawn"), None);
+    }
+
+    #[test]
+    fn advertised_order_matches_the_upstream_bridge() {
+        let names: Vec<String> = local_tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["read", "write", "edit", "glob", "grep"]);
+    }
+
+    #[test]
+    fn every_schema_is_an_object_whose_required_keys_are_properties() {
+        for tool in local_tools() {
+            let schema = &tool.input_schema;
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+            let properties = schema["properties"].as_object().unwrap();
+            for key in schema["required"].as_array().unwrap() {
+                assert!(properties.contains_key(key.as_str().unwrap()), "{}: {key}", tool.name);
+            }
+            assert!(tool.annotations.is_some(), "{}", tool.name);
+            assert!(tool.description.len() > 80, "{}: description too thin", tool.name);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_stops_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "old\n").unwrap();
+        let workspace = Workspace::new(dir.path());
+        let ctx = CallContext::detached();
+        ctx.cancel.cancel();
+        let calls = [
+            ("read", serde_json::json!({"path": "a.txt"})),
+            ("write", serde_json::json!({"path": "a.txt", "content": "new"})),
+            ("edit", serde_json::json!({"path": "a.txt", "oldText": "old", "newText": "new"})),
+            ("glob", serde_json::json!({"pattern": "*"})),
+            ("grep", serde_json::json!({"pattern": "old"})),
+        ];
+        for (name, args) in calls {
+            let result = call_local(name, args.as_object().unwrap(), &ctx, &workspace).await.unwrap();
+            assert!(result.is_error, "{name}");
+            assert_eq!(result.first_text(), Some(clawmcp_mcp::CANCELLED), "{name}");
+        }
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "old\n");
+    }
+
+    #[tokio::test]
+    async fn call_local_returns_none_for_gateway_tools() {
+        let workspace = Workspace::new(std::env::temp_dir());
+        let ctx = CallContext::detached();
+        assert!(call_local("web_search", &Map::new(), &ctx, &workspace).await.is_none());
+        let missing = call_local("read", &Map::new(), &ctx, &workspace).await.unwrap();
+        assert!(missing.is_error);
+        assert_eq!(missing.first_text(), Some("Missing required parameter: path (path or file_path)"));
+    }
+}

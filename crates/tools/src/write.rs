@@ -1,0 +1,90 @@
+//! `write`: create or replace a whole file, atomically.
+//!
+//! Schema is OpenClaw's (`path` alias `file_path`, `content`; tools-bridge.md §13.3). Compared
+//! with the upstream bridge (§4.2: plain overwrite, null content written as an empty file) the
+//! write is atomic, keeps the existing file's mode, refuses directories and non-string content,
+//! and writes through a symlink to its target instead of replacing the link.
+
+use std::fs;
+use std::io;
+
+use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{Args, Param};
+use crate::atomic;
+use crate::fs_error;
+use crate::workspace::{TargetPath, Workspace};
+
+pub(crate) const NAME: &str = "write";
+
+const PATH: Param = Param::new(&["path", "file_path"]);
+const CONTENT: Param = Param::new(&["content"]);
+
+/// Overwrites files (destructive) but writing the same content twice leaves the same result.
+const ANNOTATIONS: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: false };
+
+pub(crate) fn descriptor() -> Tool {
+    let path = json!({"type": "string", "description": "Path to the file to write (relative or absolute)"});
+    Tool {
+        name: NAME.into(),
+        description: "Write content to a file, creating it or replacing it entirely. Missing parent directories \
+                      are created. The write is atomic (a reader sees the old file or the new one, never a partial \
+                      file) and an existing file keeps its permissions. Prefer edit to change part of an existing \
+                      file. Relative paths resolve against the workspace root."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "path": path,
+                "file_path": path,
+                "content": {"type": "string", "description": "Content to write to the file"},
+            },
+            "required": ["content"],
+        }),
+        annotations: Some(ANNOTATIONS),
+    }
+}
+
+pub(crate) async fn run(workspace: &Workspace, args: &Map<String, Value>, ctx: &CallContext) -> ToolResult {
+    let parsed = Args::new(args);
+    let request = parsed
+        .required_string(PATH, false)
+        .and_then(|path| Ok((path, parsed.required_string(CONTENT, true)?)))
+        .map_err(|e| e.to_string())
+        .and_then(|(path, content)| Ok((workspace.resolve(&path)?, content)));
+    let (target, content) = match request {
+        Ok(request) => request,
+        Err(message) => return ToolResult::error(message),
+    };
+    let cancel = ctx.cancel.clone();
+    crate::blocking(NAME, move || write_file(&target, content.as_bytes(), &cancel).unwrap_or_else(ToolResult::error))
+        .await
+}
+
+fn write_file(target: &TargetPath, bytes: &[u8], cancel: &CancellationToken) -> Result<ToolResult, String> {
+    let io_error = |action: &str, e: io::Error| fs_error::describe(action, target, &e);
+    if target.abs.is_dir() {
+        return Err(format!(
+            "Cannot write {}: it is a directory. Pass the path of a file inside it.",
+            target.describe()
+        ));
+    }
+    let real = atomic::follow_symlink(&target.abs).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => format!(
+            "Cannot write {}: it is a symlink whose target does not exist. Create the target or write another path.",
+            target.describe()
+        ),
+        _ => io_error("follow the symlink", e),
+    })?;
+    if let Some(parent) = real.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| io_error("create the parent directories of", e))?;
+    }
+    if cancel.is_cancelled() {
+        return Err(CANCELLED.into());
+    }
+    atomic::write_atomic(&real, bytes).map_err(|e| io_error("write", e))?;
+    Ok(ToolResult::text(format!("Successfully wrote {} bytes to {}", bytes.len(), target.given)))
+}
