@@ -9,11 +9,11 @@
 //! not know are preserved on save.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
 
+use clawmcp_fs::FileStamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -71,50 +71,7 @@ impl DataDir {
     }
 }
 
-/// Creates `dir` (and parents) with mode 0700 for the last component on Unix.
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        if !dir.exists() {
-            fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-        }
-        let mode = fs::metadata(dir)?.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        }
-        Ok(())
-    }
-    #[cfg(not(unix))]
-    {
-        fs::create_dir_all(dir)
-    }
-}
-
-/// Writes `contents` to `path` atomically: a private temp file in the same directory, fsync,
-/// rename over the target. Readers see the old or the new file, never a torn one.
-pub fn write_private_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let mut suffix = [0u8; 8];
-    getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
-    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
-    let tmp = dir.join(format!(".{name}.{suffix}.tmp"));
-    let result = (|| {
-        let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&tmp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
+pub use clawmcp_fs::{create_private_dir, write_private_atomic};
 
 /// The settings clawmcp reads. Field names match the upstream tray's `SettingsData`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,37 +150,18 @@ impl Settings {
     }
 }
 
-/// Identity of a file version: any rewrite (atomic rename included) changes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileStamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    #[cfg(unix)]
-    inode: u64,
-}
-
-fn stamp(path: &Path) -> Option<FileStamp> {
-    let meta = fs::metadata(path).ok()?;
-    Some(FileStamp {
-        modified: meta.modified().ok(),
-        len: meta.len(),
-        #[cfg(unix)]
-        inode: std::os::unix::fs::MetadataExt::ino(&meta),
-    })
-}
-
 /// `settings.json` re-read whenever the file changes: one `stat` per read, so a change saved by
 /// `clawmcp settings` (or by hand) applies to the next call without a restart.
 pub struct LiveSettings {
     path: PathBuf,
-    cache: Mutex<(Option<FileStamp>, Settings)>,
+    cache: Mutex<(FileStamp, Settings)>,
 }
 
 impl LiveSettings {
     /// Loads the current file; a malformed file is an error at startup.
     pub fn open(path: PathBuf) -> Result<Self, SettingsError> {
         let current = Settings::load(&path)?;
-        Ok(LiveSettings { cache: Mutex::new((stamp(&path), current)), path })
+        Ok(LiveSettings { cache: Mutex::new((FileStamp::of(&path), current)), path })
     }
 
     pub fn path(&self) -> &Path {
@@ -234,7 +172,7 @@ impl LiveSettings {
     /// startup, the last good settings are kept except that `system.run` is switched off: a
     /// broken save must never grant execution permission.
     pub fn current(&self) -> Settings {
-        let now = stamp(&self.path);
+        let now = FileStamp::of(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.0 != now {
             match Settings::load(&self.path) {

@@ -1,0 +1,168 @@
+//! The command line, as clap definitions only. Doc comments here are the `--help` text.
+//!
+//! Flags and environment variables match the upstream programs where users already have them
+//! (`OPENCLAW_MCP_PORT`); clawmcp's own additions use `CLAWMCP_*`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// clawmcp: OpenClaw and the Model Context Protocol, connected in every direction.
+#[derive(Debug, Parser)]
+#[command(name = "clawmcp", version, propagate_version = true, arg_required_else_help = true)]
+pub struct Cli {
+    /// More logging on stderr (repeat for more). `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve this machine's capabilities as MCP tools on http://127.0.0.1:<port>/ (no gateway needed).
+    Node(NodeArgs),
+    /// Call a tool on the running node (or list its tools) and print the result as JSON.
+    Call(CallArgs),
+    /// Print the path of the node's bearer token file, or rotate the token.
+    Token(TokenArgs),
+    /// List and decide pending exec approvals of the running node.
+    Approvals(ApprovalsArgs),
+    /// Show or change settings.json (mode matrix, permission switches).
+    Settings(SettingsArgs),
+}
+
+/// Where the node keeps its state.
+#[derive(Debug, Clone, Args)]
+pub struct DataDirArg {
+    /// Data directory (token, settings.json, exec-approvals.json). Default: the platform config
+    /// dir, e.g. ~/.config/clawmcp.
+    #[arg(long, env = "CLAWMCP_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Loopback port to listen on.
+    #[arg(long, env = "OPENCLAW_MCP_PORT", default_value_t = 8765, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+}
+
+/// How to reach the running node.
+#[derive(Debug, Clone, Args)]
+pub struct EndpointArgs {
+    /// Port of the node on 127.0.0.1.
+    #[arg(long, env = "OPENCLAW_MCP_PORT", default_value_t = 8765, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+
+    /// Full endpoint URL (overrides --port), e.g. http://127.0.0.1:8765/.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Bearer token to send instead of reading the token file (visible to other local users
+    /// in the process list: prefer the file).
+    #[arg(long, env = "OPENCLAW_MCP_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+
+    /// Give up after this many milliseconds (the node's own deadline is 6 minutes).
+    #[arg(long, default_value_t = 365_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool to call, e.g. system.which.
+    #[arg(required_unless_present = "list_tools", conflicts_with = "list_tools")]
+    pub command: Option<String>,
+
+    /// List the node's tools instead of calling one.
+    #[arg(long)]
+    pub list_tools: bool,
+
+    /// Tool arguments: a JSON object, or @path to read it from a file (@- for stdin).
+    #[arg(long, value_name = "JSON|@FILE", conflicts_with = "list_tools")]
+    pub params: Option<String>,
+
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// Generate a new token now. A running node uses it from its next request; clients must be
+    /// updated.
+    #[arg(long)]
+    pub reset: bool,
+
+    /// Print the token itself instead of its path (for clients that need a literal header;
+    /// keep that configuration private).
+    #[arg(long, conflicts_with = "reset")]
+    pub print: bool,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    #[command(subcommand)]
+    pub action: Option<ApprovalAction>,
+
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ApprovalAction {
+    /// List pending approval requests (the default).
+    List,
+    /// Allow this one run.
+    AllowOnce { id: String },
+    /// Allow this run and add the exact command to the allowlist.
+    AllowAlways { id: String },
+    /// Deny the run.
+    Deny { id: String },
+    /// Wait for requests and ask about each one on this terminal.
+    Watch,
+}
+
+#[derive(Debug, Args)]
+pub struct SettingsArgs {
+    #[command(subcommand)]
+    pub action: Option<SettingsAction>,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SettingsAction {
+    /// Print settings.json as clawmcp reads it (the default).
+    Show,
+    /// Set one switch; a running node applies it to its next call.
+    Set { key: SettingKey, value: Switch },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[value(rename_all = "verbatim")]
+pub enum SettingKey {
+    /// Connect to an OpenClaw gateway as a node.
+    EnableNodeMode,
+    /// Run the local MCP HTTP server.
+    EnableMcpServer,
+    /// Serve system.run and system.run.prepare.
+    NodeSystemRunEnabled,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Switch {
+    True,
+    False,
+}

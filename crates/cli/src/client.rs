@@ -1,0 +1,291 @@
+//! A small JSON-RPC client for the node's loopback HTTP endpoint, used by `call` and
+//! `approvals`. One connection per request: these are one-shot commands.
+//!
+//! It behaves like the upstream `winnode` client where users rely on it: the token comes from
+//! the data dir's token file unless given; an auto-loaded token is never sent to a non-loopback
+//! host; redirects are not followed; responses are capped at 16 MiB; every failure names the
+//! endpoint and what to do.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::Bytes;
+use clawmcp_mcp::RequestId;
+use clawmcp_mcp::jsonrpc::request_frame;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::Request;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
+
+/// Largest response accepted: well above any tool result (screenshots), bounded so a wrong
+/// endpoint cannot exhaust memory.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Where and how to reach the node.
+#[derive(Debug, Clone)]
+pub struct NodeClient {
+    host: String,
+    port: u16,
+    path: String,
+    token: Option<String>,
+    timeout: Duration,
+}
+
+/// Where the token came from, for error hints.
+#[derive(Debug, Clone)]
+pub enum TokenSource {
+    Flag,
+    File(PathBuf),
+    None,
+}
+
+/// A JSON-RPC answer: a result or an error object.
+#[derive(Debug)]
+pub enum RpcAnswer {
+    Result(Value),
+    Error { code: i64, message: String },
+}
+
+/// Why a call did not produce a JSON-RPC answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(
+        "no clawmcp node is listening on {endpoint}\nhint: start one with `clawmcp node` (same --data-dir), or pass --port/--url"
+    )]
+    Refused { endpoint: String },
+    #[error("failed to reach the node at {endpoint}: {reason}")]
+    Connect { endpoint: String, reason: String },
+    #[error("timed out after {ms} ms calling {endpoint}")]
+    Timeout { endpoint: String, ms: u128 },
+    #[error("the node at {endpoint} rejected the bearer token (HTTP 401){hint}")]
+    Unauthorized { endpoint: String, hint: String },
+    #[error("MCP HTTP {status} from {endpoint}: {body}")]
+    Http { endpoint: String, status: u16, body: String },
+    #[error("the response from {endpoint} is larger than {MAX_RESPONSE_BYTES} bytes")]
+    TooLarge { endpoint: String },
+    #[error("the response from {endpoint} is not JSON-RPC: {reason}")]
+    BadResponse { endpoint: String, reason: String },
+}
+
+impl ClientError {
+    /// Adds a hint naming where the rejected token came from.
+    pub fn with_token_hint(self, source: &TokenSource) -> Self {
+        match self {
+            ClientError::Unauthorized { endpoint, .. } => {
+                let hint = match source {
+                    TokenSource::Flag => "\nhint: the --token value (or $OPENCLAW_MCP_TOKEN) is wrong; drop it to use the token file".into(),
+                    TokenSource::File(path) => format!(
+                        "\nhint: the token in {} was rejected; if the node runs with another --data-dir, pass the same one (`clawmcp token` prints the path)",
+                        path.display()
+                    ),
+                    TokenSource::None => "\nhint: no token was sent: start `clawmcp node` once to create the token file, or pass --data-dir/--token".into(),
+                };
+                ClientError::Unauthorized { endpoint, hint }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The endpoint URL could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid --url `{url}`: {reason}")]
+pub struct BadUrl {
+    url: String,
+    reason: &'static str,
+}
+
+impl NodeClient {
+    /// `url` overrides `port`. Only plain `http://` is spoken: the node is loopback-only.
+    pub fn new(url: Option<&str>, port: u16, timeout: Duration) -> Result<Self, BadUrl> {
+        let Some(url) = url else {
+            return Ok(NodeClient { host: "127.0.0.1".into(), port, path: "/".into(), token: None, timeout });
+        };
+        let bad = |reason| BadUrl { url: url.to_string(), reason };
+        let uri: http::Uri = url.parse().map_err(|_| bad("not a URL"))?;
+        if uri.scheme_str() != Some("http") {
+            return Err(bad("only http:// is supported (the node listens on loopback without TLS)"));
+        }
+        let host = uri.host().ok_or_else(|| bad("no host"))?.trim_matches(['[', ']']).to_string();
+        let path = uri.path_and_query().map(|p| p.as_str().to_string()).filter(|p| !p.is_empty());
+        Ok(NodeClient {
+            host,
+            port: uri.port_u16().unwrap_or(80),
+            path: path.unwrap_or_else(|| "/".into()),
+            token: None,
+            timeout,
+        })
+    }
+
+    /// True when the endpoint is this machine.
+    pub fn is_loopback(&self) -> bool {
+        self.host.eq_ignore_ascii_case("localhost") || self.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
+    pub fn endpoint(&self) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        format!("http://{host}:{}{}", self.port, self.path)
+    }
+
+    /// Chooses the token: the flag, else the token file. A token read from the file is only
+    /// sent to loopback endpoints.
+    pub fn with_token(mut self, flag: Option<String>, token_file: &Path) -> (Self, TokenSource) {
+        if let Some(token) = flag.filter(|t| !t.trim().is_empty()) {
+            if !self.is_loopback() {
+                tracing::warn!("sending the --token bearer to non-loopback host {}", self.host);
+            }
+            self.token = Some(token.trim().to_string());
+            return (self, TokenSource::Flag);
+        }
+        match std::fs::read_to_string(token_file) {
+            Ok(text) if !text.trim().is_empty() => {
+                if self.is_loopback() {
+                    self.token = Some(text.trim().to_string());
+                    (self, TokenSource::File(token_file.to_path_buf()))
+                } else {
+                    tracing::warn!(
+                        "not sending the token from {} to non-loopback host {}; pass --token to do so",
+                        token_file.display(),
+                        self.host
+                    );
+                    (self, TokenSource::None)
+                }
+            }
+            _ => (self, TokenSource::None),
+        }
+    }
+
+    /// Sends a request and waits for its answer.
+    pub async fn request(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<RpcAnswer, ClientError> {
+        let body = request_frame(id, method, params);
+        let (status, bytes) = self.post(body).await?;
+        let endpoint = self.endpoint();
+        match status {
+            200 => {}
+            401 => return Err(ClientError::Unauthorized { endpoint, hint: String::new() }),
+            _ => return Err(ClientError::Http { endpoint, status, body: first_line(&bytes) }),
+        }
+        let frame: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ClientError::BadResponse { endpoint: endpoint.clone(), reason: e.to_string() })?;
+        if let Some(error) = frame.get("error") {
+            return Ok(RpcAnswer::Error {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+            });
+        }
+        match frame.get("result") {
+            Some(result) => Ok(RpcAnswer::Result(result.clone())),
+            None => Err(ClientError::BadResponse { endpoint, reason: "neither result nor error".into() }),
+        }
+    }
+
+    /// Sends a notification (no answer expected beyond the HTTP status).
+    pub async fn notify(&self, method: &str, params: &Value) -> Result<(), ClientError> {
+        let body = clawmcp_mcp::jsonrpc::notification_frame(method, params);
+        let (status, bytes) = self.post(body).await?;
+        match status {
+            200 | 202 | 204 => Ok(()),
+            401 => Err(ClientError::Unauthorized { endpoint: self.endpoint(), hint: String::new() }),
+            _ => Err(ClientError::Http { endpoint: self.endpoint(), status, body: first_line(&bytes) }),
+        }
+    }
+
+    async fn post(&self, body: String) -> Result<(u16, Bytes), ClientError> {
+        let endpoint = self.endpoint();
+        let exchange = async {
+            let stream = TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                    ClientError::Refused { endpoint: endpoint.clone() }
+                } else {
+                    ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() }
+                }
+            })?;
+            let connect_error =
+                |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(connect_error)?;
+            tokio::spawn(connection);
+            let host_header = if self.port == 80 { self.host.clone() } else { format!("{}:{}", self.host, self.port) };
+            let mut request = Request::post(self.path.as_str())
+                .header(HOST, host_header)
+                .header(CONTENT_TYPE, "application/json")
+                .header("accept", "application/json");
+            if let Some(token) = &self.token {
+                request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+            }
+            let request = request.body(Full::new(Bytes::from(body))).expect("a valid request");
+            let response = sender.send_request(request).await.map_err(connect_error)?;
+            let status = response.status().as_u16();
+            let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+                .collect()
+                .await
+                .map_err(|e| match e.downcast::<http_body_util::LengthLimitError>() {
+                    Ok(_) => ClientError::TooLarge { endpoint: endpoint.clone() },
+                    Err(e) => ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() },
+                })?
+                .to_bytes();
+            Ok((status, bytes))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| ClientError::Timeout { endpoint: self.endpoint(), ms: self.timeout.as_millis() })?
+    }
+}
+
+/// The first line of an error body, without control characters and capped, for one-line errors.
+fn first_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let line: String = text.lines().next().unwrap_or("").chars().filter(|c| !c.is_control()).take(512).collect();
+    if line.is_empty() { "(empty body)".into() } else { line }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_parsed_and_limited_to_http() {
+        let client = NodeClient::new(Some("http://localhost:9000/mcp"), 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(client.endpoint(), "http://localhost:9000/mcp");
+        assert!(client.is_loopback());
+        let v6 = NodeClient::new(Some("http://[::1]:9000/"), 1, Duration::from_secs(1)).unwrap();
+        assert!(v6.is_loopback());
+        assert_eq!(v6.endpoint(), "http://[::1]:9000/");
+        assert!(NodeClient::new(Some("https://127.0.0.1:1/"), 1, Duration::from_secs(1)).is_err());
+        assert!(NodeClient::new(Some("not a url"), 1, Duration::from_secs(1)).is_err());
+        let default = NodeClient::new(None, 8765, Duration::from_secs(1)).unwrap();
+        assert_eq!(default.endpoint(), "http://127.0.0.1:8765/");
+    }
+
+    #[test]
+    fn file_tokens_are_not_sent_off_the_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp-token.txt");
+        std::fs::write(&file, "tok\n").unwrap();
+        let remote = NodeClient::new(Some("http://192.0.2.1:1/"), 1, Duration::from_secs(1)).unwrap();
+        let (remote, source) = remote.with_token(None, &file);
+        assert!(remote.token.is_none() && matches!(source, TokenSource::None));
+        let local = NodeClient::new(None, 1, Duration::from_secs(1)).unwrap();
+        let (local, source) = local.with_token(None, &file);
+        assert_eq!(local.token.as_deref(), Some("tok"));
+        assert!(matches!(source, TokenSource::File(_)));
+        let (flagged, source) =
+            NodeClient::new(None, 1, Duration::from_secs(1)).unwrap().with_token(Some("x".into()), &file);
+        assert_eq!(flagged.token.as_deref(), Some("x"));
+        assert!(matches!(source, TokenSource::Flag));
+    }
+
+    #[test]
+    fn error_bodies_are_one_sanitised_line() {
+        assert_eq!(first_line(b"bad\x07 thing\nsecond"), "bad thing");
+        assert_eq!(first_line(b""), "(empty body)");
+    }
+}

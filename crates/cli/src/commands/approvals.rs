@@ -1,0 +1,120 @@
+//! `clawmcp approvals`: the terminal side of exec approvals on a headless host. When the policy
+//! says "ask", a `system.run` waits (bounded) for a decision made here.
+//!
+//! These go through local JSON-RPC methods of the node that are deliberately not MCP tools, so
+//! an agent connected to the node cannot approve its own commands.
+
+use std::collections::HashSet;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clawmcp_mcp::RequestId;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use crate::args::{ApprovalAction, ApprovalsArgs};
+use crate::client::{NodeClient, RpcAnswer, TokenSource};
+use crate::commands::{client_runtime, node_client};
+use crate::output;
+
+use clawmcp_node::approvals::{LIST_METHOD as LIST, RESOLVE_METHOD as RESOLVE};
+
+/// How often `watch` asks the node for new requests.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+pub fn run(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
+    let (client, source) = node_client(&args.endpoint)?;
+    let runtime = client_runtime()?;
+    runtime.block_on(async {
+        match args.action.unwrap_or(ApprovalAction::List) {
+            ApprovalAction::List => {
+                let pending = list(&client, &source).await?;
+                if pending.is_empty() {
+                    output::note("no pending approvals");
+                }
+                for request in &pending {
+                    output::data(&describe(request));
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            ApprovalAction::AllowOnce { id } => resolve(&client, &source, &id, "allow-once").await,
+            ApprovalAction::AllowAlways { id } => resolve(&client, &source, &id, "allow-always").await,
+            ApprovalAction::Deny { id } => resolve(&client, &source, &id, "deny").await,
+            ApprovalAction::Watch => watch(&client, &source).await,
+        }
+    })
+}
+
+async fn call(client: &NodeClient, source: &TokenSource, method: &str, params: Value) -> anyhow::Result<Value> {
+    match client.request(&RequestId::number(1), method, Some(&params)).await.map_err(|e| e.with_token_hint(source))? {
+        RpcAnswer::Result(result) => Ok(result),
+        RpcAnswer::Error { code: -32601, .. } => {
+            anyhow::bail!("the server at {} does not serve exec approvals (is it a clawmcp node?)", client.endpoint())
+        }
+        RpcAnswer::Error { message, .. } => anyhow::bail!("{message}"),
+    }
+}
+
+async fn list(client: &NodeClient, source: &TokenSource) -> anyhow::Result<Vec<Value>> {
+    let result = call(client, source, LIST, json!({})).await?;
+    Ok(result.get("pending").and_then(Value::as_array).cloned().unwrap_or_default())
+}
+
+async fn resolve(client: &NodeClient, source: &TokenSource, id: &str, decision: &str) -> anyhow::Result<ExitCode> {
+    call(client, source, RESOLVE, json!({"id": id, "decision": decision})).await?;
+    output::note(&format!("{id}: {decision}"));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per request: id, agent, command, working directory.
+fn describe(request: &Value) -> String {
+    let text = |key: &str| request.get(key).and_then(Value::as_str).unwrap_or("-").to_string();
+    let argv: Vec<String> = request
+        .get("argv")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(quote).collect())
+        .unwrap_or_default();
+    format!(
+        "{}  agent={}  exe={}  cwd={}  command: {}",
+        text("id"),
+        text("agentId"),
+        text("resolvedExecutable"),
+        text("cwd"),
+        argv.join(" ")
+    )
+}
+
+fn quote(arg: &str) -> String {
+    if !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+/// Asks about each new request on the terminal until stdin closes.
+async fn watch(client: &NodeClient, source: &TokenSource) -> anyhow::Result<ExitCode> {
+    output::note("watching for exec approval requests (Ctrl-D to stop)");
+    let mut asked = HashSet::new();
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        for request in list(client, source).await? {
+            let Some(id) = request.get("id").and_then(Value::as_str).map(String::from) else { continue };
+            if !asked.insert(id.clone()) {
+                continue;
+            }
+            output::note(&format!("\n{}\nallow [o]nce, [a]lways, [d]eny, or [s]kip? ", describe(&request)));
+            let Some(answer) = stdin.next_line().await? else { return Ok(ExitCode::SUCCESS) };
+            let decision = match answer.trim() {
+                "o" | "once" => "allow-once",
+                "a" | "always" => "allow-always",
+                "d" | "deny" => "deny",
+                _ => continue,
+            };
+            if let Err(e) = resolve(client, source, &id, decision).await {
+                output::error(&format!("{e:#}"));
+            }
+        }
+        tokio::time::sleep(WATCH_INTERVAL).await;
+    }
+}

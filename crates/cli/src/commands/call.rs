@@ -1,0 +1,143 @@
+//! `clawmcp call`: one MCP request to the running node, the result on stdout.
+//!
+//! Output follows the upstream `winnode` contract: a tool's JSON payload pretty-printed (or its
+//! raw text), `tools/list` as the whole result; a tool error's text on stderr with exit 1. On
+//! Ctrl-C the call is cancelled on the node (`notifications/cancelled`), so a long `system.run`
+//! really stops.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clawmcp_mcp::RequestId;
+use serde_json::{Value, json};
+
+use crate::args::CallArgs;
+use crate::client::{NodeClient, RpcAnswer};
+use crate::commands::{client_runtime, node_client};
+use crate::exit::UsageError;
+use crate::output;
+
+/// How long to wait for the node to confirm a cancellation before giving up on it.
+const CANCEL_CONFIRM: Duration = Duration::from_secs(6);
+
+pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
+    let (client, source) = node_client(&args.endpoint)?;
+    let (method, params) = match &args.command {
+        Some(command) => {
+            let arguments = parse_params(args.params.as_deref())?;
+            ("tools/call", Some(json!({"name": command, "arguments": arguments})))
+        }
+        None => ("tools/list", None),
+    };
+    let runtime = client_runtime()?;
+    runtime.block_on(async {
+        let id = RequestId::number(1);
+        let request = client.request(&id, method, params.as_ref());
+        tokio::pin!(request);
+        let answer = tokio::select! {
+            answer = &mut request => answer,
+            _ = tokio::signal::ctrl_c() => {
+                cancel_on_node(&client).await;
+                match tokio::time::timeout(CANCEL_CONFIRM, &mut request).await {
+                    Ok(Ok(answer)) => { print_answer(answer); }
+                    Ok(Err(e)) => output::error(&e.to_string()),
+                    Err(_) => output::error("the node did not confirm the cancellation in time"),
+                }
+                return Ok(ExitCode::from(130));
+            }
+        };
+        Ok(print_answer(answer.map_err(|e| e.with_token_hint(&source))?))
+    })
+}
+
+/// Parses `--params`: a JSON object, `@file`, or `@-` for stdin.
+fn parse_params(params: Option<&str>) -> anyhow::Result<Value> {
+    let Some(params) = params else { return Ok(json!({})) };
+    let text = match params.strip_prefix('@') {
+        Some("-") => std::io::read_to_string(std::io::stdin()).context("reading --params from stdin")?,
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read --params file `{path}`: {e}")))?
+        }
+        None => params.to_string(),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(UsageError("--params must be a JSON object, e.g. '{\"bins\":[\"sh\"]}'".into()).into()),
+        Err(e) => Err(UsageError(format!("--params is not valid JSON: {e}")).into()),
+    }
+}
+
+/// Prints an answer the way `winnode` does and returns the exit status.
+fn print_answer(answer: RpcAnswer) -> ExitCode {
+    match answer {
+        RpcAnswer::Error { code, message } => {
+            output::error(&format!("JSON-RPC error {code}: {message}"));
+            ExitCode::FAILURE
+        }
+        RpcAnswer::Result(result) => {
+            let first_text = result.pointer("/content/0/text").and_then(Value::as_str);
+            if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                output::error(first_text.unwrap_or("tool execution failed"));
+                return ExitCode::FAILURE;
+            }
+            let printed = match first_text {
+                Some(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(payload) => pretty(&payload),
+                    Err(_) => text.to_string(),
+                },
+                None => pretty(&result),
+            };
+            output::data(&printed);
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// Ctrl-C: ask the node to cancel our request (id 1), so its work stops too.
+async fn cancel_on_node(client: &NodeClient) {
+    output::note("interrupted: cancelling the call on the node");
+    let notice = json!({"requestId": 1, "reason": "interrupted by the user (Ctrl-C)"});
+    if let Err(e) = client.notify("notifications/cancelled", &notice).await {
+        output::error(&format!("could not cancel the call: {e}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_must_be_a_json_object() {
+        assert_eq!(parse_params(None).unwrap(), json!({}));
+        assert_eq!(parse_params(Some(r#"{"a":1}"#)).unwrap(), json!({"a":1}));
+        for bad in ["[1]", "1", "nope", "{"] {
+            let error = parse_params(Some(bad)).unwrap_err();
+            assert!(error.downcast_ref::<UsageError>().is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn params_can_come_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.json");
+        std::fs::write(&file, r#"{"bins":["sh"]}"#).unwrap();
+        assert_eq!(parse_params(Some(&format!("@{}", file.display()))).unwrap(), json!({"bins":["sh"]}));
+        let missing = parse_params(Some("@/no/such/file")).unwrap_err();
+        assert!(missing.to_string().contains("/no/such/file"));
+    }
+
+    #[test]
+    fn answers_map_to_exit_statuses() {
+        let ok = RpcAnswer::Result(json!({"content":[{"type":"text","text":"{\"a\":1}"}],"isError":false}));
+        assert_eq!(print_answer(ok), ExitCode::SUCCESS);
+        let tool_error = RpcAnswer::Result(json!({"content":[{"type":"text","text":"boom"}],"isError":true}));
+        assert_eq!(print_answer(tool_error), ExitCode::FAILURE);
+        let rpc_error = RpcAnswer::Error { code: -32601, message: "Method not found: x".into() };
+        assert_eq!(print_answer(rpc_error), ExitCode::FAILURE);
+    }
+}

@@ -1,0 +1,46 @@
+//! One module per subcommand, each exposing `run`. Command modules get resolved values, never
+//! raw clap types beyond their own `*Args`.
+
+pub mod approvals;
+pub mod call;
+pub mod node;
+pub mod settings;
+pub mod token;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clawmcp_node::settings::DataDir;
+
+use crate::args::{Command, DataDirArg, EndpointArgs};
+use crate::client::{NodeClient, TokenSource};
+use crate::exit::UsageError;
+
+/// Runs the chosen subcommand.
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Node(args) => node::run(args),
+        Command::Call(args) => call::run(args),
+        Command::Token(args) => token::run(args),
+        Command::Approvals(args) => approvals::run(args),
+        Command::Settings(args) => settings::run(args),
+    }
+}
+
+/// The data directory from `--data-dir`, `$CLAWMCP_DATA_DIR` or the platform default.
+pub fn data_dir(arg: &DataDirArg) -> anyhow::Result<DataDir> {
+    Ok(DataDir::resolve(arg.data_dir.clone())?)
+}
+
+/// A client for the running node, with its token resolved.
+pub fn node_client(args: &EndpointArgs) -> anyhow::Result<(NodeClient, TokenSource)> {
+    let client = NodeClient::new(args.url.as_deref(), args.port, Duration::from_millis(args.timeout_ms))
+        .map_err(|e| UsageError(e.to_string()))?;
+    let token_file = data_dir(&args.data_dir)?.token_path();
+    Ok(client.with_token(args.token.clone(), &token_file))
+}
+
+/// A single-threaded runtime for the one-shot client commands.
+pub fn client_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}

@@ -1,0 +1,86 @@
+//! `clawmcp node`: the node host in MCP-only mode — this machine's capabilities as MCP tools on
+//! `http://127.0.0.1:<port>/`, no gateway, no account, no pairing.
+//!
+//! Wiring only: the capabilities live in `clawmcp-node`, the transport in `clawmcp-http`.
+//! SIGINT/SIGTERM shut down gracefully (in-flight calls are cancelled within a bound).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clawmcp_http::{HttpConfig, Limits};
+use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo};
+use clawmcp_node::approvals::{ApprovalsApi, ExecApprovals};
+use clawmcp_node::device::DeviceCapability;
+use clawmcp_node::settings::LiveSettings;
+use clawmcp_node::system::SystemCapability;
+use clawmcp_node::{NodeMcpService, Registry};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::NodeArgs;
+use crate::commands::data_dir;
+use crate::output;
+
+/// `serverInfo.name` in `initialize`.
+pub const SERVER_NAME: &str = "clawmcp-node";
+
+pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    let data = data_dir(&args.data_dir)?;
+    data.ensure()?;
+    let settings = Arc::new(LiveSettings::open(data.settings_path())?);
+    let mode = settings.current();
+    if !mode.enable_mcp_server {
+        anyhow::bail!(
+            "the local MCP server is disabled in {} (EnableMcpServer is false)\nhint: `clawmcp settings set EnableMcpServer true`",
+            settings.path().display()
+        );
+    }
+    if mode.enable_node_mode {
+        output::note(
+            "note: gateway node mode (EnableNodeMode) is not available in this version yet; serving local MCP only",
+        );
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
+        let registry = Arc::new(Registry::new());
+        registry.register(Arc::new(SystemCapability::new(settings.clone(), approvals.clone())));
+        registry.register(Arc::new(DeviceCapability::new()));
+        let service = NodeMcpService::new(registry).with_local_methods(Arc::new(ApprovalsApi(approvals)));
+        let info = ServerInfo { name: SERVER_NAME.into(), version: env!("CARGO_PKG_VERSION").into() };
+        let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow));
+
+        let config = HttpConfig { port: args.port, token_path: data.token_path(), limits: Limits::default() };
+        let server = clawmcp_http::bind(config).await.context("cannot start the MCP server")?;
+        output::note(&format!(
+            "clawmcp node: MCP-only mode (no gateway); serving MCP on {}\n  token file: {}\n  data dir: {}",
+            server.endpoint(),
+            data.token_path().display(),
+            data.root().display()
+        ));
+
+        let shutdown = CancellationToken::new();
+        tokio::spawn(stop_on_signal(shutdown.clone()));
+        server.serve(mcp, shutdown).await.context("the MCP server failed")?;
+        output::note("clawmcp node: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+async fn stop_on_signal(shutdown: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else { return };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    output::note("clawmcp node: shutting down");
+    shutdown.cancel();
+}

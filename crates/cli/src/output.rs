@@ -1,0 +1,22 @@
+//! The only place that writes to stdout and stderr directly. Data goes to stdout, everything
+//! else (errors, notes) to stderr; logs go through `tracing` to stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::Write;
+
+/// Prints data (a result) to stdout. A closed stdout (`| head`) is not an error.
+pub fn data(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
+/// Prints an error to stderr as `error: ...`.
+pub fn error(text: &str) {
+    eprintln!("error: {text}");
+}
+
+/// Prints a note for the human to stderr.
+pub fn note(text: &str) {
+    eprintln!("{text}");
+}

@@ -1,0 +1,175 @@
+//! `system.run`: validate, authorize with the exec-approvals coordinator, recheck everything
+//! that could have changed while a person was deciding, then run the argv with no shell.
+//!
+//! The order is the contract. Validation first, so nothing malformed reaches the policy or a
+//! prompt. Authorization may wait for a human; the policy and the "Run system tools" switch can
+//! change meanwhile, so both are rechecked immediately before launch (upstream's prelaunch
+//! revalidation). From then on [`super::process`] owns the child: a timeout or a cancellation
+//! stops the whole process tree before this returns.
+//!
+//! A command that runs and exits non-zero is a successful call: the caller gets the
+//! `{stdout, stderr, exitCode, timedOut, success, durationMs}` payload, with `success` false.
+//! Only refusing or failing to start the command is a tool error.
+
+use std::path::Path;
+use std::time::Duration;
+
+use clawmcp_mcp::ToolAnnotations;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::process::{self, CapturedStream, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome};
+use super::request::{self, InvalidRun, run_arguments_schema};
+use crate::approvals::{Denial, DenialCode, ExecApprovals};
+use crate::capability::{CapabilityError, CommandSpec, InvokeResult};
+use crate::settings::LiveSettings;
+
+/// The error of every `system.run*` call while the "Run system tools" switch is off.
+pub const RUN_DISABLED: &str =
+    "system.run is disabled by user setting (set NodeSystemRunEnabled to true in settings.json).";
+
+pub fn command_spec() -> CommandSpec {
+    CommandSpec {
+        name: "system.run",
+        description: Some(
+            "Run a program on this machine, after exec-approval policy allows it. command is the argv \
+             (no shell; use [\"sh\",\"-c\",\"...\"] for shell syntax). Returns {stdout, stderr, exitCode, \
+             timedOut, success, durationMs}; a non-zero exit is a normal result with success false, and a \
+             process ended by signal N reports exitCode 128+N. Each stream keeps its first 1 MiB \
+             (stdoutTruncated/stderrTruncated mark a cut). On timeout (timeoutMs, default 30000, at most \
+             600000) or cancellation the whole process tree is killed.",
+        ),
+        input_schema: Some(run_arguments_schema()),
+        annotations: ToolAnnotations::DESTRUCTIVE,
+    }
+}
+
+/// Refuses when the "Run system tools" switch is off. Read live: the file may change any time.
+pub fn ensure_enabled(settings: &LiveSettings) -> Result<(), CapabilityError> {
+    if settings.current().node_system_run_enabled { Ok(()) } else { Err(RUN_DISABLED.into()) }
+}
+
+/// Serves `system.run` (the kill switch has been checked by the caller once already).
+pub async fn invoke(
+    settings: &LiveSettings,
+    approvals: &ExecApprovals,
+    args: &Map<String, Value>,
+    session_key: Option<String>,
+    cancel: &CancellationToken,
+) -> InvokeResult {
+    let run = request::validate(args, session_key).map_err(validation_failure)?;
+    let authorization = match approvals.authorize(&run.request, cancel).await {
+        Ok(authorization) => authorization,
+        Err(_) if cancel.is_cancelled() => return Err(clawmcp_mcp::CANCELLED.into()),
+        Err(denial) => return Err(denied(denial)),
+    };
+
+    // Prelaunch: the decision may be minutes old.
+    approvals.revalidate(&authorization).map_err(denied)?;
+    ensure_enabled(settings)?;
+    if cancel.is_cancelled() {
+        return Err(clawmcp_mcp::CANCELLED.into());
+    }
+
+    // Launch exactly what was judged: the resolved executable, and the variables of an
+    // unwrapped `env NAME=VALUE` wrapper.
+    let launch =
+        Launch { argv: &authorization.argv, cwd: run.request.cwd.as_deref(), env_overrides: &authorization.env };
+    match process::run(launch, run.timeout(), cancel).await {
+        Ok(outcome) => Ok(payload(outcome)),
+        Err(ProcessError::Cancelled) => Err(clawmcp_mcp::CANCELLED.into()),
+        Err(ProcessError::Spawn { .. }) if run.request.cwd.as_deref().is_some_and(|cwd| !cwd.is_dir()) => {
+            let cwd = run.request.cwd.as_deref().unwrap_or(Path::new("")).display();
+            Err(format!("Execution failed: cwd `{cwd}` is not an existing directory; pass a directory that exists.")
+                .into())
+        }
+        Err(error @ ProcessError::Spawn { .. }) => Err(format!(
+            "Execution failed: {error}. Check the program name with system.which, or pass an absolute path."
+        )
+        .into()),
+        Err(error @ ProcessError::Wait { .. }) => Err(format!("Execution failed: {error}.").into()),
+    }
+}
+
+/// `exec-approvals-v2: ValidationFailed (<reason>)`, the same text as every other denial.
+fn validation_failure(reason: InvalidRun) -> CapabilityError {
+    denied(Denial::new(DenialCode::ValidationFailed, reason.to_string()))
+}
+
+fn denied(denial: Denial) -> CapabilityError {
+    CapabilityError::new(denial.to_string())
+}
+
+/// The result payload. `stdoutTruncated`/`stderrTruncated` and `note` appear only when output
+/// was cut, so an ordinary result has exactly upstream's shape.
+fn payload(outcome: ProcessOutcome) -> Value {
+    let mut result = Map::new();
+    result.insert("stdout".into(), outcome.stdout.text.clone().into());
+    result.insert("stderr".into(), outcome.stderr.text.clone().into());
+    result.insert("exitCode".into(), outcome.exit_code.into());
+    result.insert("timedOut".into(), outcome.timed_out.into());
+    result.insert("success".into(), (outcome.exit_code == 0 && !outcome.timed_out).into());
+    result.insert("durationMs".into(), duration_ms(outcome.duration).into());
+    let mut notes = Vec::new();
+    for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+        if stream.truncated {
+            result.insert(format!("{name}Truncated"), true.into());
+            notes.push(truncation_note(name, stream));
+        }
+    }
+    if !notes.is_empty() {
+        notes.push("redirect large output to a file and read it in parts".into());
+        result.insert("note".into(), notes.join("; ").into());
+    }
+    Value::Object(result)
+}
+
+fn truncation_note(name: &str, stream: &CapturedStream) -> String {
+    format!("{name} was cut to its first {MAX_CAPTURED_BYTES} bytes (the command wrote {})", stream.total_bytes)
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn outcome(exit_code: i32, timed_out: bool, stdout: CapturedStream) -> ProcessOutcome {
+        let empty = CapturedStream { text: String::new(), total_bytes: 0, truncated: false };
+        ProcessOutcome { stdout, stderr: empty, exit_code, timed_out, duration: Duration::from_millis(12) }
+    }
+
+    fn text(text: &str) -> CapturedStream {
+        CapturedStream { text: text.into(), total_bytes: text.len() as u64, truncated: false }
+    }
+
+    #[test]
+    fn success_needs_exit_zero_and_no_timeout() {
+        assert_eq!(
+            payload(outcome(0, false, text("hi\n"))),
+            json!({"stdout": "hi\n", "stderr": "", "exitCode": 0, "timedOut": false, "success": true, "durationMs": 12})
+        );
+        assert_eq!(payload(outcome(42, false, text("")))["success"], false);
+        assert_eq!(payload(outcome(0, true, text("")))["success"], false);
+    }
+
+    #[test]
+    fn truncation_is_marked_and_explained() {
+        let cut = CapturedStream { text: "x".into(), total_bytes: 5_000_000, truncated: true };
+        let result = payload(outcome(0, false, cut));
+        assert_eq!(result["stdoutTruncated"], true);
+        assert!(result.get("stderrTruncated").is_none());
+        let note = result["note"].as_str().unwrap();
+        assert!(note.contains("stdout") && note.contains("5000000") && note.contains("1048576"), "{note}");
+    }
+
+    #[test]
+    fn validation_failures_use_the_v2_denial_text() {
+        let error = validation_failure(InvalidRun::MissingCommand);
+        assert_eq!(error.message, "exec-approvals-v2: ValidationFailed (missing-command)");
+    }
+}
