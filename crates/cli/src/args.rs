@@ -48,6 +48,12 @@ pub struct NodeArgs {
     #[arg(long, env = "OPENCLAW_MCP_PORT", default_value_t = 8765, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
 
+    /// How long a command that needs approval waits for `clawmcp approvals` before the policy's
+    /// askFallback decides.
+    #[arg(long, env = "CLAWMCP_APPROVAL_TIMEOUT_MS", default_value_t = 120_000, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub approval_timeout_ms: u64,
+
     #[command(flatten)]
     pub data_dir: DataDirArg,
 }

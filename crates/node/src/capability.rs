@@ -71,6 +71,14 @@ pub trait Capability: Send + Sync + 'static {
     /// capability may hide commands live (the system-run kill switch does).
     fn commands(&self) -> Vec<CommandSpec>;
 
+    /// Whether this capability owns `command`, even when it is hidden right now. The default is
+    /// "currently listed"; a capability with a live switch answers for its hidden commands too,
+    /// so a call to a switched-off command gets the capability's own explanation instead of
+    /// "Unknown tool".
+    fn handles(&self, command: &str) -> bool {
+        self.commands().iter().any(|spec| spec.name == command)
+    }
+
     /// Runs one command. `ctx.cancel` fires on client cancellation, deadline or shutdown; the
     /// capability must then stop its work (kill child processes) and return promptly.
     fn invoke<'a>(&'a self, request: InvokeRequest, ctx: CallContext) -> BoxFuture<'a, InvokeResult>;

@@ -11,6 +11,7 @@
 
 pub mod approvals;
 pub mod capability;
+mod command_text;
 pub mod device;
 pub mod registry;
 pub mod settings;

@@ -42,13 +42,10 @@ impl Registry {
             .collect()
     }
 
-    /// The first capability serving `command` (exact, case-sensitive match, as MCP tool names
-    /// are).
-    pub fn find(&self, command: &str) -> Option<(Arc<dyn Capability>, CommandSpec)> {
-        self.snapshot().into_iter().find_map(|cap| {
-            let spec = cap.commands().into_iter().find(|spec| spec.name == command)?;
-            Some((cap, spec))
-        })
+    /// The first capability owning `command` (exact, case-sensitive match, as MCP tool names
+    /// are; see [`Capability::handles`]).
+    pub fn find(&self, command: &str) -> Option<Arc<dyn Capability>> {
+        self.snapshot().into_iter().find(|cap| cap.handles(command))
     }
 }
 
@@ -105,7 +102,7 @@ impl McpService for NodeMcpService {
 
     fn call_tool<'a>(&'a self, name: &'a str, args: Map<String, Value>, ctx: CallContext) -> BoxFuture<'a, ToolResult> {
         async move {
-            let Some((capability, _)) = self.registry.find(name) else {
+            let Some(capability) = self.registry.find(name) else {
                 return ToolResult::error(format!("Unknown tool: {name}"));
             };
             let request = InvokeRequest { id: new_invoke_id(), command: name.to_string(), args, session_key: None };

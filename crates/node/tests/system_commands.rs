@@ -58,11 +58,13 @@ async fn the_kill_switch_hides_and_refuses_run_and_re_enabling_restores_them() {
     node.set_run_enabled(false);
     let names = node.tool_names().await;
     assert_eq!(names, ["system.notify", "system.which", "system.execApprovals.get", "system.execApprovals.set"]);
-    let result = node.call("system.run", touch.clone()).await;
-    assert_eq!(result["isError"], true);
+    for command in ["system.run", "system.run.prepare"] {
+        let result = node.call(command, touch.clone()).await;
+        assert_eq!(result["isError"], true);
+        assert_eq!(result["content"][0]["text"], RUN_DISABLED, "MCP callers learn why, not 'Unknown tool'");
+    }
     assert!(!marker.exists(), "a disabled run must not execute");
-    // A call that reaches the capability anyway (the gateway path, or a listing raced by a
-    // settings change) gets the explanation.
+    // The capability itself refuses too (the gateway path calls it directly).
     for command in ["system.run", "system.run.prepare"] {
         let error = node.capability.invoke(request(command, touch.clone()), CallContext::detached()).await.unwrap_err();
         assert_eq!(error.message, RUN_DISABLED);

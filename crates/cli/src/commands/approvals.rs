@@ -66,30 +66,17 @@ async fn resolve(client: &NodeClient, source: &TokenSource, id: &str, decision: 
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line per request: id, agent, command, working directory.
+/// One line per request: id, agent, executable, working directory, command.
 fn describe(request: &Value) -> String {
     let text = |key: &str| request.get(key).and_then(Value::as_str).unwrap_or("-").to_string();
-    let argv: Vec<String> = request
-        .get("argv")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(quote).collect())
-        .unwrap_or_default();
     format!(
         "{}  agent={}  exe={}  cwd={}  command: {}",
         text("id"),
         text("agentId"),
         text("resolvedExecutable"),
         text("cwd"),
-        argv.join(" ")
+        text("command")
     )
-}
-
-fn quote(arg: &str) -> String {
-    if !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
-    }
 }
 
 /// Asks about each new request on the terminal until stdin closes.

@@ -6,6 +6,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clawmcp_http::{HttpConfig, Limits};
@@ -43,7 +44,10 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
-        let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
+        let approvals = Arc::new(
+            ExecApprovals::open(data.exec_approvals_path())
+                .with_prompt_timeout(Duration::from_millis(args.approval_timeout_ms)),
+        );
         let registry = Arc::new(Registry::new());
         registry.register(Arc::new(SystemCapability::new(settings.clone(), approvals.clone())));
         registry.register(Arc::new(DeviceCapability::new()));

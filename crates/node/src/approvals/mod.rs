@@ -228,7 +228,7 @@ impl ExecApprovals {
             }
         }
 
-        let display = display_command(request);
+        let display = display_text(request);
         if decision == Some(Decision::AllowAlways) {
             self.persist_allow_always(&policy, &command, &display);
         }
@@ -285,6 +285,7 @@ impl ExecApprovals {
         let approval = PendingApproval {
             id: String::new(),
             argv: request.argv.clone(),
+            command: display_text(request),
             cwd: request.cwd.as_ref().map(|cwd| cwd.display().to_string()),
             resolved_executable: command.executable_text.clone(),
             agent_id: policy.agent_id.clone(),
@@ -444,17 +445,13 @@ impl ExecApprovals {
     }
 }
 
-/// The command as a human reads it: the caller's display text, else the argv shell-quoted.
-fn display_command(request: &RunRequest) -> String {
-    if let Some(raw) = request.raw_command.as_deref().filter(|r| !r.trim().is_empty()) {
-        return raw.to_string();
+/// The command as a human reads it: the caller's display text (validated against the argv by
+/// `system.run`), else the argv shell-quoted.
+fn display_text(request: &RunRequest) -> String {
+    match request.raw_command.as_deref().filter(|r| !r.trim().is_empty()) {
+        Some(raw) => raw.to_string(),
+        None => crate::command_text::display_command(&request.argv),
     }
-    request.argv.iter().map(|arg| shell_quote(arg)).collect::<Vec<_>>().join(" ")
-}
-
-fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if plain { arg.to_string() } else { format!("'{}'", arg.replace('\'', r"'\''")) }
 }
 
 fn now_ms() -> u64 {
@@ -479,9 +476,9 @@ mod tests {
     fn display_text_prefers_the_raw_command_and_quotes_otherwise() {
         let mut request =
             RunRequest { argv: vec!["echo".into(), "a b".into(), "it's".into(), "".into()], ..Default::default() };
-        assert_eq!(display_command(&request), r#"echo 'a b' 'it'\''s' ''"#);
+        assert_eq!(display_text(&request), crate::command_text::display_command(&request.argv));
         request.raw_command = Some("echo hi".into());
-        assert_eq!(display_command(&request), "echo hi");
+        assert_eq!(display_text(&request), "echo hi");
     }
 
     #[test]

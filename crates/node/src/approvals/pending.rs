@@ -53,6 +53,8 @@ pub struct PendingApproval {
     pub id: String,
     /// The command exactly as requested.
     pub argv: Vec<String>,
+    /// The command as a person reads it (the caller's `rawCommand`, else the argv shell-quoted).
+    pub command: String,
     pub cwd: Option<String>,
     /// The file that would run.
     pub resolved_executable: String,
@@ -173,6 +175,7 @@ mod tests {
         PendingApproval {
             id: String::new(),
             argv: vec!["ls".into()],
+            command: "ls".into(),
             cwd: None,
             resolved_executable: "/usr/bin/ls".into(),
             agent_id: "main".into(),

@@ -12,9 +12,8 @@
 //! (`NodeSystemRunEnabled` in settings.json), read live on every listing and call: off, they
 //! vanish from `tools/list` and calls that still reach them are refused with [`RUN_DISABLED`].
 //! Shared argument validation lives in [`request`], `rawCommand` rendering rules in
-//! [`command_text`].
+//! [`crate::command_text`].
 
-mod command_text;
 mod notify;
 mod prepare;
 mod process;
@@ -67,6 +66,12 @@ impl Capability for SystemCapability {
         specs.push(which::command_spec());
         specs.extend(ExecApprovals::command_specs());
         specs
+    }
+
+    /// The run commands stay ours while switched off, so their callers learn why they fail.
+    fn handles(&self, command: &str) -> bool {
+        matches!(command, "system.run" | "system.run.prepare")
+            || self.commands().iter().any(|spec| spec.name == command)
     }
 
     fn invoke<'a>(&'a self, request: InvokeRequest, ctx: CallContext) -> BoxFuture<'a, InvokeResult> {

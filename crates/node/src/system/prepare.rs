@@ -8,9 +8,9 @@
 use clawmcp_mcp::ToolAnnotations;
 use serde_json::{Map, Value, json};
 
-use super::command_text::display_command;
 use super::request::{self, run_arguments_schema};
 use crate::capability::{CommandSpec, InvokeResult};
+use crate::command_text::display_command;
 
 pub fn command_spec() -> CommandSpec {
     CommandSpec {

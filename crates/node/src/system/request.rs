@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::command_text::raw_command_matches;
 use crate::approvals::RunRequest;
+use crate::command_text::raw_command_matches;
 
 /// Timeout when the caller gives none.
 pub const DEFAULT_TIMEOUT_MS: u32 = 30_000;

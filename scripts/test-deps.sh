@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite drives for real (no mocks):
+#   xvfb, dunst          - a display and a notification daemon for system.notify tests
+#   dbus, dbus-bin, systemd (busctl, used by dunstctl) - private session buses
+#   iproute2             - network namespaces for device.status network tests
+#   e2fsprogs (chattr)   - immutable directories for permission tests run as root
+#   procps               - ps/pgrep in process-tree tests
+# Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
+set -euo pipefail
+
+packages=(xvfb dunst dbus dbus-bin systemd iproute2 e2fsprogs procps)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "test-deps: all present (${packages[*]})"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "test-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "test-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
