@@ -31,6 +31,9 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Show or change settings.json (mode matrix, permission switches).
     Settings(SettingsArgs),
+    /// Stdio MCP server over the OpenClaw gateway WebSocket: conversations, live events,
+    /// approvals, Claude channel notifications (a drop-in for `openclaw mcp serve`).
+    Serve(ServeArgs),
 }
 
 /// Where the node keeps its state.
@@ -171,4 +174,39 @@ pub enum SettingKey {
 pub enum Switch {
     True,
     False,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Gateway WebSocket URL. Default: OPENCLAW_GATEWAY_URL, gateway.remote.url (remote mode),
+    /// else the local gateway (ws://127.0.0.1:<gateway.port or 18789>).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Gateway token.
+    #[arg(long, conflicts_with = "token_file", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Read the gateway token from a file.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+
+    /// Gateway password.
+    #[arg(long, conflicts_with = "password_file", hide_env_values = true)]
+    pub password: Option<String>,
+
+    /// Read the gateway password from a file.
+    #[arg(long, value_name = "PATH")]
+    pub password_file: Option<PathBuf>,
+
+    /// Claude channel notifications: auto (the default) behaves like on.
+    #[arg(long, value_enum, default_value_t = ClaudeChannelMode::Auto)]
+    pub claude_channel_mode: ClaudeChannelMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClaudeChannelMode {
+    Auto,
+    On,
+    Off,
 }

@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod call;
 pub mod node;
+pub mod serve;
 pub mod settings;
 pub mod token;
 
@@ -24,6 +25,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Token(args) => token::run(args),
         Command::Approvals(args) => approvals::run(args),
         Command::Settings(args) => settings::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 

@@ -1,0 +1,663 @@
+//! [`GatewayClient`]: one logical connection to an OpenClaw gateway that survives socket drops.
+//!
+//! # Lifecycle
+//!
+//! [`GatewayClient::connect`] performs the first handshake inline (WebSocket upgrade without an
+//! `Origin` header, `connect.challenge`, `connect`, `hello-ok`) and fails fast with the gateway's
+//! answer, so a CLI can report "wrong token" instead of retrying forever. After that a
+//! supervisor task owns the socket: when it drops, the supervisor reconnects with
+//! [`BackoffPolicy`] until it succeeds, the client is closed, or the gateway gives a *terminal*
+//! refusal ([`GatewayError::is_terminal`]: bad credentials, pairing required, protocol
+//! mismatch), which stops the client and is handed to every later request.
+//!
+//! # Requests
+//!
+//! Each request gets a random id and a pending entry *on the link it was sent on*. Responses
+//! are matched by id, so they may arrive in any order. When a link ends, every entry still
+//! pending on it fails at once with [`GatewayError::Disconnected`] (the request may or may not
+//! have run; nothing is retried, because gateway methods are not idempotent). A request issued
+//! while no link is up waits for the next one, within its own timeout, and then fails with
+//! [`GatewayError::NotConnected`] naming the last connection error. The timeout covers the
+//! whole call: waiting for a link, queueing, and the response.
+//!
+//! # Liveness and limits
+//!
+//! - Tick watchdog: the gateway sends `tick` every `policy.tickIntervalMs`; no inbound frame
+//!   for twice that closes the socket with 4000 "tick timeout" and reconnects.
+//! - Outbound: a frame larger than the gateway's `policy.maxPayload` is refused locally with
+//!   [`GatewayError::PayloadTooLarge`] (the gateway would close the socket, taking every other
+//!   pending request with it).
+//! - Inbound: frames above [`ClientOptions::max_inbound_frame_bytes`] (25 MiB, the gateway's
+//!   own cap) are rejected by the WebSocket layer before allocation; the socket is closed with
+//!   1009 and the client reconnects.
+//! - Malformed frames (not JSON, unknown `type`, missing fields) are logged and skipped: one bad
+//!   frame must not cost every pending request its answer.
+//!
+//! # Events
+//!
+//! See [`crate::events`]: a bounded broadcast that never blocks the socket, with
+//! `Disconnected`/`Reconnected` markers and a `Lagged` count for slow subscribers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::backoff::{Backoff, BackoffPolicy};
+use crate::config::Credentials;
+use crate::error::GatewayError;
+use crate::events::{EventSubscription, GatewayEvent};
+use crate::frames::{
+    ClientInfo, ConnectAuth, DEFAULT_MAX_PAYLOAD, DEFAULT_TICK_INTERVAL_MS, ErrorShape, Frame, HelloOk, RequestFrame,
+    ResponseFrame, Role, random_id,
+};
+use crate::handshake::{Established, Socket, handshake};
+use crate::identity::DeviceIdentity;
+
+/// Default per-request timeout (the reference client's 30 s).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long each handshake step (upgrade, challenge) may take; the gateway itself drops a
+/// socket that has not authenticated within 15 s.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The inbound frame cap: the gateway's own `maxPayload` (25 MiB), which is also the reference
+/// client's socket limit. Nothing legitimate is bigger.
+pub const DEFAULT_MAX_INBOUND_FRAME: usize = 26_214_400;
+
+/// Events buffered per subscriber before the oldest are dropped (and counted as `Lagged`).
+pub const DEFAULT_EVENT_BUFFER: usize = 1024;
+
+/// Frames queued for the socket writer; senders wait when it is full (backpressure), within
+/// their request timeout.
+const OUTBOUND_QUEUE: usize = 256;
+
+/// How long a closing socket waits for its close frame to be written and answered.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// Everything needed to open (and reopen) the connection.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// `ws://` or `wss://` URL of the gateway.
+    pub url: String,
+    /// Secrets sent in `connect.params.auth`.
+    pub auth: ConnectAuth,
+    pub client: ClientInfo,
+    pub role: Role,
+    /// Requested scopes, in the order the device signature covers them. Nodes send `[]`.
+    pub scopes: Vec<String>,
+    /// Client capabilities (`approvals` to receive approval events).
+    pub caps: Vec<String>,
+    /// Node only: the command allowlist claimed.
+    pub commands: Option<Vec<String>>,
+    /// Node only: the host's `PATH`.
+    pub path_env: Option<String>,
+    /// The device key; required for nodes, optional for operators (see the protocol reference 1.7).
+    pub device: Option<Arc<DeviceIdentity>>,
+    pub request_timeout: Duration,
+    pub handshake_timeout: Duration,
+    pub backoff: BackoffPolicy,
+    pub event_buffer: usize,
+    pub max_inbound_frame_bytes: usize,
+}
+
+impl ClientOptions {
+    /// An operator connection as `client {id:"cli", mode:"cli"}` with the given scopes: the
+    /// identity that keeps its scopes on loopback without a device key.
+    pub fn operator(url: impl Into<String>, credentials: &Credentials, scopes: &[&str]) -> Self {
+        Self::base(url.into(), credentials, ClientInfo::cli(), Role::Operator, scopes.iter().map(|s| (*s).to_owned()))
+    }
+
+    /// A node connection as `client {id:"node-host", mode:"node"}`; nodes must prove a device key.
+    pub fn node(url: impl Into<String>, credentials: &Credentials, device: Arc<DeviceIdentity>) -> Self {
+        let mut options = Self::base(url.into(), credentials, ClientInfo::node_host(), Role::Node, std::iter::empty());
+        options.device = Some(device);
+        options
+    }
+
+    fn base(
+        url: String,
+        credentials: &Credentials,
+        client: ClientInfo,
+        role: Role,
+        scopes: impl Iterator<Item = String>,
+    ) -> Self {
+        ClientOptions {
+            url,
+            auth: ConnectAuth {
+                token: credentials.token.clone(),
+                password: credentials.password.clone(),
+                ..ConnectAuth::default()
+            },
+            client,
+            role,
+            scopes: scopes.collect(),
+            caps: Vec::new(),
+            commands: None,
+            path_env: None,
+            device: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            backoff: BackoffPolicy::default(),
+            event_buffer: DEFAULT_EVENT_BUFFER,
+            max_inbound_frame_bytes: DEFAULT_MAX_INBOUND_FRAME,
+        }
+    }
+}
+
+/// Per-call knobs for [`GatewayClient::request_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestOptions {
+    /// Overrides [`ClientOptions::request_timeout`] for this call.
+    pub timeout: Option<Duration>,
+    /// Skip interim `{status:"accepted"}` responses and wait for the final one.
+    pub expect_final: bool,
+}
+
+/// A cheap, cloneable handle (`Clone + Send + Sync`). The connection closes gracefully when
+/// [`close`](Self::close) is called or the last handle is dropped.
+#[derive(Clone)]
+pub struct GatewayClient {
+    shared: Arc<Shared>,
+    _owner: Arc<CloseOnDrop>,
+}
+
+impl std::fmt::Debug for GatewayClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayClient").field("url", &self.shared.options.url).finish_non_exhaustive()
+    }
+}
+
+struct CloseOnDrop(CancellationToken);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+struct Shared {
+    options: ClientOptions,
+    state: watch::Sender<LinkState>,
+    /// Taken (dropped) when the client stops, which ends every subscription.
+    events: Mutex<Option<broadcast::Sender<GatewayEvent>>>,
+    shutdown: CancellationToken,
+}
+
+#[derive(Clone)]
+enum LinkState {
+    Up(Arc<Link>),
+    Down {
+        last_error: String,
+    },
+    /// Final: [`GatewayError::Closed`] or [`GatewayError::Stopped`].
+    Stopped(GatewayError),
+}
+
+impl GatewayClient {
+    /// Opens the connection and completes the handshake, or returns why it could not.
+    pub async fn connect(options: ClientOptions) -> Result<GatewayClient, GatewayError> {
+        let established = handshake(&options).await?;
+        let (events, _) = broadcast::channel(options.event_buffer.max(1));
+        let shared = Arc::new(Shared {
+            options,
+            state: watch::Sender::new(LinkState::Down { last_error: "connecting".to_owned() }),
+            events: Mutex::new(Some(events)),
+            shutdown: CancellationToken::new(),
+        });
+        let first = install_link(&shared, established);
+        tokio::spawn(supervise(shared.clone(), first));
+        Ok(GatewayClient { _owner: Arc::new(CloseOnDrop(shared.shutdown.clone())), shared })
+    }
+
+    /// Calls `method` with `params` (anything serializable; `Value::Null` or `()` sends no
+    /// `params`) and returns the response payload (`Value::Null` when it has none).
+    pub async fn request(&self, method: &str, params: impl Serialize) -> Result<Value, GatewayError> {
+        self.request_with(method, params, RequestOptions::default()).await
+    }
+
+    /// [`request`](Self::request) with a per-call timeout and expect-final handling.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        options: RequestOptions,
+    ) -> Result<Value, GatewayError> {
+        let params = match serde_json::to_value(params) {
+            Ok(Value::Null) => None,
+            Ok(value) => Some(value),
+            Err(e) => return Err(GatewayError::InvalidParams { method: method.to_owned(), reason: e.to_string() }),
+        };
+        let timeout = options.timeout.unwrap_or(self.shared.options.request_timeout);
+        let started = Instant::now();
+        let deadline = started + timeout;
+        let link = self.link_before(method, started, deadline).await?;
+
+        let id = random_id();
+        let text = Frame::Req(RequestFrame { id: id.clone(), method: method.to_owned(), params }).to_text();
+        // A gateway advertising 0 cannot mean "send nothing"; fall back to its documented cap.
+        let limit = match link.hello.policy.max_payload {
+            0 => DEFAULT_MAX_PAYLOAD,
+            limit => limit,
+        };
+        if text.len() > limit {
+            return Err(GatewayError::PayloadTooLarge { method: method.to_owned(), size: text.len(), limit });
+        }
+        let (reply, response) = oneshot::channel();
+        link.register(&id, Pending { method: method.to_owned(), expect_final: options.expect_final, reply })
+            .map_err(|reason| GatewayError::Disconnected { method: method.to_owned(), reason })?;
+        // Dropping the caller's future (or timing out) must not leave the entry behind.
+        let _forget = ForgetOnDrop { link: &link, id: &id };
+        let exchange = async {
+            if link.outbound.send(Message::text(text)).await.is_err() {
+                return Err(GatewayError::Disconnected { method: method.to_owned(), reason: link.end_reason() });
+            }
+            response.await.unwrap_or_else(|_| {
+                Err(GatewayError::Disconnected { method: method.to_owned(), reason: link.end_reason() })
+            })
+        };
+        match tokio::time::timeout_at(deadline, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(GatewayError::Timeout { method: method.to_owned(), after: timeout }),
+        }
+    }
+
+    /// A new subscriber to the event stream, starting with the next event.
+    pub fn subscribe(&self) -> EventSubscription {
+        match lock(&self.shared.events).as_ref() {
+            Some(sender) => EventSubscription::new(sender.subscribe()),
+            // Stopped: hand out a stream that is already over.
+            None => EventSubscription::new(broadcast::channel(1).1),
+        }
+    }
+
+    /// The current link's `hello-ok`, or `None` while reconnecting or after stopping.
+    pub fn hello(&self) -> Option<Arc<HelloOk>> {
+        match &*self.shared.state.borrow() {
+            LinkState::Up(link) => Some(link.hello.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn is_connected(&self) -> bool {
+        matches!(&*self.shared.state.borrow(), LinkState::Up(_))
+    }
+
+    /// Why the client stopped (`Closed`, or the terminal gateway refusal), if it has.
+    pub fn stop_reason(&self) -> Option<GatewayError> {
+        match &*self.shared.state.borrow() {
+            LinkState::Stopped(error) => Some(error.clone()),
+            _ => None,
+        }
+    }
+
+    /// Closes gracefully (close frame 1000, pending requests fail with `Closed`) and waits until
+    /// the connection is gone. Idempotent, and safe to call from several tasks at once.
+    pub async fn close(&self) {
+        self.shared.shutdown.cancel();
+        let mut state = self.shared.state.subscribe();
+        // The sender lives in `Shared`, which we hold, so this only returns once stopped.
+        let _ = state.wait_for(|s| matches!(s, LinkState::Stopped(_))).await;
+    }
+
+    async fn link_before(&self, method: &str, started: Instant, deadline: Instant) -> Result<Arc<Link>, GatewayError> {
+        let mut state = self.shared.state.subscribe();
+        let settled = tokio::time::timeout_at(deadline, async {
+            // Clone out of the `Ref` at once: it must not be held across an await.
+            state.wait_for(|s| !matches!(s, LinkState::Down { .. })).await.map(|current| current.clone())
+        })
+        .await;
+        match settled {
+            Ok(Ok(LinkState::Up(link))) => Ok(link),
+            Ok(Ok(LinkState::Stopped(error))) => Err(error),
+            Ok(Ok(LinkState::Down { .. })) => unreachable!("wait_for returned a state it was told to skip"),
+            Ok(Err(_)) => Err(GatewayError::Closed),
+            Err(_) => {
+                let last_error = match &*self.shared.state.borrow() {
+                    LinkState::Down { last_error } => last_error.clone(),
+                    _ => "unknown".to_owned(),
+                };
+                Err(GatewayError::NotConnected { method: method.to_owned(), waited: started.elapsed(), last_error })
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn emit(&self, event: GatewayEvent) {
+        if let Some(sender) = lock(&self.events).as_ref() {
+            // An error only means nobody is subscribed right now.
+            let _ = sender.send(event);
+        }
+    }
+
+    /// Marks the client stopped (unless it already is) and ends every subscription.
+    fn stop(&self, error: GatewayError) {
+        self.state.send_if_modified(|state| {
+            if matches!(state, LinkState::Stopped(_)) {
+                return false;
+            }
+            *state = LinkState::Stopped(error);
+            true
+        });
+        lock(&self.events).take();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these short critical sections leaves consistent data.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One live socket after a successful handshake.
+struct Link {
+    hello: Arc<HelloOk>,
+    outbound: mpsc::Sender<Message>,
+    pending: Mutex<PendingTable>,
+}
+
+#[derive(Default)]
+struct PendingTable {
+    /// Set when the link ends; later registrations fail with this reason.
+    ended: Option<String>,
+    entries: HashMap<String, Pending>,
+}
+
+struct Pending {
+    method: String,
+    expect_final: bool,
+    reply: oneshot::Sender<Result<Value, GatewayError>>,
+}
+
+impl Link {
+    fn register(&self, id: &str, pending: Pending) -> Result<(), String> {
+        let mut table = lock(&self.pending);
+        if let Some(reason) = &table.ended {
+            return Err(reason.clone());
+        }
+        table.entries.insert(id.to_owned(), pending);
+        Ok(())
+    }
+
+    fn forget(&self, id: &str) {
+        lock(&self.pending).entries.remove(id);
+    }
+
+    fn end_reason(&self) -> String {
+        lock(&self.pending).ended.clone().unwrap_or_else(|| "the connection closed".to_owned())
+    }
+
+    fn complete(&self, response: ResponseFrame) {
+        let mut table = lock(&self.pending);
+        let Some(entry) = table.entries.get(&response.id) else {
+            debug!(id = %response.id, "response for a request that is no longer pending (timed out or unknown)");
+            return;
+        };
+        if entry.expect_final && response.is_interim_accepted() {
+            return;
+        }
+        let Some(entry) = table.entries.remove(&response.id) else { return };
+        drop(table);
+        let result = if response.ok {
+            Ok(response.payload.unwrap_or(Value::Null))
+        } else {
+            let error = response
+                .error
+                .unwrap_or_else(|| ErrorShape::new("UNKNOWN", "the gateway answered ok:false without an error object"));
+            Err(GatewayError::Rejected { method: entry.method, error: Box::new(error) })
+        };
+        let _ = entry.reply.send(result);
+    }
+
+    /// Ends the link: fails everything pending with `error_for(method)`, refuses newcomers.
+    fn end(&self, reason: &str, error_for: impl Fn(&str) -> GatewayError) {
+        let drained: Vec<Pending> = {
+            let mut table = lock(&self.pending);
+            table.ended = Some(reason.to_owned());
+            table.entries.drain().map(|(_, pending)| pending).collect()
+        };
+        for pending in drained {
+            let _ = pending.reply.send(Err(error_for(&pending.method)));
+        }
+    }
+}
+
+struct ForgetOnDrop<'a> {
+    link: &'a Link,
+    id: &'a str,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.link.forget(self.id);
+    }
+}
+
+/// A link ready to be driven: the socket and the writer queue's receiving end.
+struct Installed {
+    link: Arc<Link>,
+    socket: Socket,
+    outbound: mpsc::Receiver<Message>,
+}
+
+fn install_link(shared: &Shared, established: Established) -> Installed {
+    let (sender, outbound) = mpsc::channel(OUTBOUND_QUEUE);
+    let link = Arc::new(Link {
+        hello: Arc::new(established.hello),
+        outbound: sender,
+        pending: Mutex::new(PendingTable::default()),
+    });
+    shared.state.send_replace(LinkState::Up(link.clone()));
+    Installed { link, socket: established.socket, outbound }
+}
+
+/// Sets the final state if the supervisor exits any other way (including a panic), so
+/// [`GatewayClient::close`] and waiting requests never hang.
+struct StopOnExit(Arc<Shared>);
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        self.0.stop(GatewayError::Closed);
+    }
+}
+
+async fn supervise(shared: Arc<Shared>, first: Installed) {
+    let _stop = StopOnExit(shared.clone());
+    let mut backoff = Backoff::new(shared.options.backoff);
+    let mut current = Some(first);
+    let mut retry_after = None;
+    loop {
+        if let Some(installed) = current.take() {
+            backoff.reset();
+            let link = installed.link.clone();
+            let end = drive_link(&shared, installed).await;
+            if matches!(end, LinkEnd::Shutdown) {
+                link.end("the client was closed", |_| GatewayError::Closed);
+                break;
+            }
+            let reason = end.describe();
+            warn!(url = %shared.options.url, %reason, "gateway connection lost; reconnecting");
+            shared.state.send_replace(LinkState::Down { last_error: reason.clone() });
+            link.end(&reason, |method| GatewayError::Disconnected {
+                method: method.to_owned(),
+                reason: reason.clone(),
+            });
+            shared.emit(GatewayEvent::Disconnected { reason });
+        }
+
+        let delay = backoff.next_delay().max(retry_after.take().unwrap_or_default());
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shared.shutdown.cancelled() => break,
+        }
+        let attempt = tokio::select! {
+            attempt = handshake(&shared.options) => attempt,
+            () = shared.shutdown.cancelled() => break,
+        };
+        match attempt {
+            Ok(established) => {
+                info!(url = %shared.options.url, "reconnected to the gateway");
+                let installed = install_link(&shared, established);
+                shared.emit(GatewayEvent::Reconnected { hello: installed.link.hello.clone() });
+                current = Some(installed);
+            }
+            Err(error) if error.is_terminal() => {
+                warn!(url = %shared.options.url, %error, "the gateway refused the reconnect; giving up");
+                shared.stop(GatewayError::Stopped(Box::new(error)));
+                break;
+            }
+            Err(error) => {
+                debug!(url = %shared.options.url, %error, "reconnect attempt failed");
+                retry_after = error.retry_after();
+                shared.state.send_replace(LinkState::Down { last_error: error.to_string() });
+            }
+        }
+    }
+}
+
+/// Why a link ended.
+enum LinkEnd {
+    Shutdown,
+    TickTimeout(Duration),
+    ClosedByGateway { code: u16, reason: String },
+    Dropped,
+    Failed(tungstenite::Error),
+}
+
+impl LinkEnd {
+    fn describe(&self) -> String {
+        match self {
+            LinkEnd::Shutdown => "the client was closed".to_owned(),
+            LinkEnd::TickTimeout(window) => {
+                format!("no frame from the gateway for {window:?} (twice its tick interval)")
+            }
+            LinkEnd::ClosedByGateway { code, reason } if reason.is_empty() => {
+                format!("the gateway closed the connection (code {code})")
+            }
+            LinkEnd::ClosedByGateway { code, reason } => {
+                format!("the gateway closed the connection (code {code}: {reason})")
+            }
+            LinkEnd::Dropped => "the connection closed without a close frame".to_owned(),
+            LinkEnd::Failed(tungstenite::Error::Capacity(CapacityError::MessageTooLong { size, max_size })) => {
+                format!("the gateway sent a {size}-byte frame, over the {max_size}-byte inbound limit")
+            }
+            LinkEnd::Failed(error) => format!("WebSocket error: {error}"),
+        }
+    }
+
+    /// The close frame we send, where the protocol has words for the situation.
+    fn close_frame(&self) -> Option<CloseFrame> {
+        let (code, reason) = match self {
+            LinkEnd::Shutdown => (CloseCode::Normal, "client closing"),
+            LinkEnd::TickTimeout(_) => (CloseCode::Library(4000), "tick timeout"),
+            LinkEnd::Failed(tungstenite::Error::Capacity(_)) => (CloseCode::Size, "message too big"),
+            _ => return None,
+        };
+        Some(CloseFrame { code, reason: reason.into() })
+    }
+}
+
+async fn drive_link(shared: &Shared, installed: Installed) -> LinkEnd {
+    let Installed { link, socket, mut outbound } = installed;
+    // A gateway advertising 0 would make every quiet moment a "timeout"; use the default instead.
+    let tick = match link.hello.policy.tick_interval_ms {
+        0 => DEFAULT_TICK_INTERVAL_MS,
+        tick => tick,
+    };
+    let watchdog = Duration::from_millis(tick.saturating_mul(2));
+    let (mut sink, mut stream) = socket.split();
+    let end = {
+        let reader = async {
+            let mut last_seq = None;
+            loop {
+                let Ok(next) = tokio::time::timeout(watchdog, stream.next()).await else {
+                    return LinkEnd::TickTimeout(watchdog);
+                };
+                match next {
+                    None => return LinkEnd::Dropped,
+                    Some(Err(error)) => return LinkEnd::Failed(error),
+                    Some(Ok(Message::Text(text))) => dispatch(shared, &link, text.as_str(), &mut last_seq),
+                    Some(Ok(Message::Binary(bytes))) => {
+                        warn!(
+                            len = bytes.len(),
+                            "skipping a binary frame from the gateway (the protocol is text-only)"
+                        );
+                    }
+                    Some(Ok(Message::Close(frame))) => {
+                        let (code, reason) =
+                            frame.map_or((1005, String::new()), |f| (f.code.into(), f.reason.to_string()));
+                        return LinkEnd::ClosedByGateway { code, reason };
+                    }
+                    Some(Ok(_)) => {}
+                }
+            }
+        };
+        let writer = async {
+            while let Some(message) = outbound.recv().await {
+                if let Err(error) = sink.send(message).await {
+                    return LinkEnd::Failed(error);
+                }
+            }
+            std::future::pending().await
+        };
+        tokio::select! {
+            end = reader => end,
+            end = writer => end,
+            () = shared.shutdown.cancelled() => LinkEnd::Shutdown,
+        }
+    };
+    if let Some(frame) = end.close_frame() {
+        let goodbye = async {
+            sink.send(Message::Close(Some(frame))).await?;
+            // Read until the gateway's close reply so the closing handshake completes.
+            while let Some(message) = stream.next().await {
+                if message?.is_close() {
+                    break;
+                }
+            }
+            Ok::<(), tungstenite::Error>(())
+        };
+        let _ = tokio::time::timeout(CLOSE_GRACE, goodbye).await;
+    }
+    end
+}
+
+fn dispatch(shared: &Shared, link: &Link, text: &str, last_seq: &mut Option<u64>) {
+    let frame = match Frame::parse(text) {
+        Ok(frame) => frame,
+        Err(error) => {
+            let preview: String = text.chars().take(120).collect();
+            warn!(%error, %preview, "skipping a malformed frame from the gateway");
+            return;
+        }
+    };
+    match frame {
+        Frame::Res(response) => link.complete(response),
+        Frame::Event(event) => {
+            if let Some(seq) = event.seq {
+                if let Some(last) = *last_seq
+                    && seq > last + 1
+                {
+                    warn!(missed = seq - last - 1, "gateway event sequence gap");
+                }
+                *last_seq = Some(seq);
+            }
+            if event.event == "tick" || event.event == "connect.challenge" {
+                return;
+            }
+            shared.emit(GatewayEvent::Event(Arc::new(event)));
+        }
+        Frame::Req(request) => debug!(method = %request.method, "ignoring a request frame sent by the gateway"),
+    }
+}
