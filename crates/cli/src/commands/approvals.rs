@@ -79,7 +79,8 @@ fn describe(request: &Value) -> String {
     )
 }
 
-/// Asks about each new request on the terminal until stdin closes.
+/// Asks about each new request on the terminal until stdin closes (Ctrl-D), which ends the
+/// watch at once even while nothing is pending.
 async fn watch(client: &NodeClient, source: &TokenSource) -> anyhow::Result<ExitCode> {
     output::note("watching for exec approval requests (Ctrl-D to stop)");
     let mut asked = HashSet::new();
@@ -102,6 +103,10 @@ async fn watch(client: &NodeClient, source: &TokenSource) -> anyhow::Result<Exit
                 output::error(&format!("{e:#}"));
             }
         }
-        tokio::time::sleep(WATCH_INTERVAL).await;
+        // Between polls, a line typed with nothing pending is ignored; end of input stops.
+        tokio::select! {
+            line = stdin.next_line() => if line?.is_none() { return Ok(ExitCode::SUCCESS) },
+            _ = tokio::time::sleep(WATCH_INTERVAL) => {}
+        }
     }
 }

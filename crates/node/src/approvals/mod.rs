@@ -374,8 +374,8 @@ impl ExecApprovals {
         Denial::new(
             DenialCode::UserDenied,
             format!(
-                "no decision within {}s ({why}); answer prompts with `clawmcp approvals`",
-                self.prompt_timeout.as_secs()
+                "no decision within {} ({why}); answer prompts with `clawmcp approvals`",
+                human_duration(self.prompt_timeout)
             ),
         )
     }
@@ -454,6 +454,15 @@ fn display_text(request: &RunRequest) -> String {
     }
 }
 
+/// `120s`, or `300ms` when the duration is not a whole number of seconds.
+fn human_duration(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 && duration.as_secs() > 0 {
+        format!("{}s", duration.as_secs())
+    } else {
+        format!("{}ms", duration.as_millis())
+    }
+}
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
 }
@@ -470,6 +479,13 @@ mod tests {
             Denial::new(DenialCode::ValidationFailed, POLICY_CHANGED).to_string(),
             "exec-approvals-v2: ValidationFailed (policy-changed-before-execution)"
         );
+    }
+
+    #[test]
+    fn timeouts_are_stated_truthfully() {
+        assert_eq!(human_duration(Duration::from_secs(120)), "120s");
+        assert_eq!(human_duration(Duration::from_millis(300)), "300ms");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1500ms");
     }
 
     #[test]

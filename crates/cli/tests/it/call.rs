@@ -1,0 +1,269 @@
+//! `clawmcp call`: the upstream `winnode` contract (result JSON on stdout; exit 0 success,
+//! 1 tool or transport error, 2 usage error) plus clawmcp's endpoint and token flags.
+
+use std::path::Path;
+
+use nix::sys::signal::Signal;
+use predicates::str::contains;
+use serde_json::Value;
+
+use crate::support::{
+    Node, Sandbox, WAIT_LIMIT, free_port, json_of, long_run, recorded_pids, stderr_of, stdout_of, wait_all_dead,
+    wait_for,
+};
+
+const WHICH_SH: &str = r#"{"bins":["sh"]}"#;
+
+/// `system.which` found `sh` at an absolute path that exists.
+fn assert_found_sh(result: &Value) {
+    let path = result["bins"]["sh"].as_str().unwrap_or_else(|| panic!("no bins.sh in {result}"));
+    assert!(Path::new(path).is_absolute() && Path::new(path).exists(), "{path}");
+}
+
+#[test]
+fn list_tools_prints_the_tools_as_json() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let names = node.tool_names(&sandbox);
+    for expected in ["system.which", "system.run", "system.run.prepare", "device.info"] {
+        assert!(names.iter().any(|name| name == expected), "{expected} missing from {names:?}");
+    }
+    assert!(
+        !names.iter().any(|name| name.starts_with("clawmcp/")),
+        "the terminal's approval methods must not be tools an agent can call: {names:?}"
+    );
+}
+
+#[test]
+fn a_tool_result_is_pretty_json_on_stdout() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let assert = node.run(&sandbox, "call", &["system.which", "--params", WHICH_SH]).assert().success();
+    assert_found_sh(&json_of(&assert));
+    assert!(stdout_of(&assert).contains("\n  \"bins\""), "pretty-printed with 2 spaces:\n{}", stdout_of(&assert));
+}
+
+#[test]
+fn params_can_come_from_a_file_or_stdin() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let file = sandbox.root().join("params.json");
+    std::fs::write(&file, WHICH_SH).unwrap();
+    let from_file = format!("@{}", file.display());
+
+    let assert = node.run(&sandbox, "call", &["system.which", "--params", &from_file]).assert().success();
+    assert_found_sh(&json_of(&assert));
+
+    let assert =
+        node.run(&sandbox, "call", &["system.which", "--params", "@-"]).write_stdin(WHICH_SH).assert().success();
+    assert_found_sh(&json_of(&assert));
+}
+
+#[test]
+fn a_tool_error_goes_to_stderr_with_status_1() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    node.run(&sandbox, "call", &["system.which"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(contains("Missing bins parameter"));
+}
+
+#[test]
+fn an_unknown_tool_is_status_1() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    node.run(&sandbox, "call", &["no.such.tool"]).assert().code(1).stdout("").stderr(contains("no.such.tool"));
+}
+
+#[test]
+fn bad_params_are_usage_errors_found_before_connecting() {
+    let sandbox = Sandbox::new();
+    // Nothing listens here: status 2 proves the params were refused before any connection.
+    let port = free_port().to_string();
+    for (params, says) in [
+        ("{", "not valid JSON"),
+        ("nope", "not valid JSON"),
+        ("[1]", "must be a JSON object"),
+        ("1", "must be a JSON object"),
+        ("\"text\"", "must be a JSON object"),
+        ("@/no/such/params.json", "/no/such/params.json"),
+    ] {
+        sandbox
+            .clawmcp(["call", "system.which", "--port", &port, "--params", params])
+            .assert()
+            .code(2)
+            .stderr(contains(says));
+    }
+}
+
+#[test]
+fn missing_and_unknown_arguments_are_usage_errors() {
+    let sandbox = Sandbox::new();
+    let port = free_port().to_string();
+    let cases: &[&[&str]] = &[
+        &[],
+        &["frobnicate"],
+        &["call"],
+        &["call", "--bogus"],
+        &["call", "system.which", "--list-tools"],
+        &["call", "--list-tools", "--params", "{}"],
+        &["call", "system.which", "--params"],
+        &["call", "--list-tools", "--port", "0"],
+        &["call", "--list-tools", "--port", "65536"],
+        &["call", "--list-tools", "--timeout-ms", "0"],
+        &["call", "--list-tools", "--timeout-ms", "3600001"],
+        &["call", "--list-tools", "--port", &port, "--url", "https://127.0.0.1:1/"],
+        &["call", "--list-tools", "--port", &port, "--url", "not a url"],
+    ];
+    for args in cases {
+        let assert = sandbox.clawmcp(*args).assert();
+        let output = assert.get_output();
+        assert_eq!(output.status.code(), Some(2), "clawmcp {args:?}: {output:?}");
+        assert!(!output.stderr.is_empty(), "clawmcp {args:?} must say what is wrong");
+    }
+}
+
+#[test]
+fn timeout_limits_at_the_edge_are_accepted() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    for ms in ["1", "3600000"] {
+        // 1 ms may or may not be enough for a loopback round trip: either way it is not a usage error.
+        let assert = node.run(&sandbox, "call", &["--list-tools", "--timeout-ms", ms]).assert();
+        let code = assert.get_output().status.code();
+        assert!(code == Some(0) || (ms == "1" && code == Some(1)), "--timeout-ms {ms}: {:?}", assert.get_output());
+    }
+}
+
+#[test]
+fn no_node_listening_says_so_and_how_to_start_one() {
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    sandbox
+        .clawmcp(["call", "system.which", "--params", WHICH_SH, "--port", &port.to_string()])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(contains(format!("no clawmcp node is listening on http://127.0.0.1:{port}/")))
+        .stderr(contains("clawmcp node"));
+}
+
+#[test]
+fn a_wrong_token_is_rejected_with_a_hint_naming_its_source() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+
+    node.run(&sandbox, "call", &["--list-tools", "--token", "wrong"])
+        .assert()
+        .code(1)
+        .stderr(contains("HTTP 401"))
+        .stderr(contains("--token"));
+
+    let mut from_env = node.run(&sandbox, "call", &["--list-tools"]);
+    from_env.env("OPENCLAW_MCP_TOKEN", "wrong").assert().code(1).stderr(contains("OPENCLAW_MCP_TOKEN"));
+
+    // Another data dir holds another token: the hint names that file.
+    let other = Sandbox::new();
+    other.clawmcp(["token", "--reset", "--data-dir"]).arg(other.data()).assert().success();
+    other
+        .clawmcp(["call", "--list-tools", "--port", &node.port.to_string(), "--data-dir"])
+        .arg(other.data())
+        .assert()
+        .code(1)
+        .stderr(contains("HTTP 401"))
+        .stderr(contains(other.token_path().display().to_string()));
+
+    // No token file at all.
+    let empty = Sandbox::new();
+    empty
+        .clawmcp(["call", "--list-tools", "--port", &node.port.to_string(), "--data-dir"])
+        .arg(empty.data())
+        .assert()
+        .code(1)
+        .stderr(contains("HTTP 401"))
+        .stderr(contains("no token was sent"));
+}
+
+#[test]
+fn the_token_from_openclaw_mcp_token_is_used() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let empty = Sandbox::new();
+    let mut call = empty.clawmcp(["call", "system.which", "--params", WHICH_SH, "--port", &node.port.to_string()]);
+    call.arg("--data-dir").arg(empty.data()).env("OPENCLAW_MCP_TOKEN", node.token());
+    assert_found_sh(&json_of(&call.assert().success()));
+}
+
+#[test]
+fn url_overrides_port() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let dead_port = free_port().to_string();
+    for url in [format!("http://127.0.0.1:{}/", node.port), format!("http://localhost:{}", node.port)] {
+        let mut call = sandbox.clawmcp(["call", "system.which", "--params", WHICH_SH, "--port", &dead_port]);
+        call.args(["--url", &url, "--data-dir"]).arg(sandbox.data());
+        assert_found_sh(&json_of(&call.assert().success()));
+    }
+}
+
+#[test]
+fn the_endpoint_variable_is_honoured_by_call() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let mut call = sandbox.clawmcp(["call", "system.which", "--params", WHICH_SH]);
+    call.env("OPENCLAW_MCP_PORT", node.port.to_string()).env("CLAWMCP_DATA_DIR", sandbox.data());
+    assert_found_sh(&json_of(&call.assert().success()));
+}
+
+#[test]
+fn verbose_output_never_shows_the_token() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let assert = node.run(&sandbox, "call", &["-vv", "system.which", "--params", WHICH_SH]).assert().success();
+    assert!(!stderr_of(&assert).contains(&node.token()), "token leaked:\n{}", stderr_of(&assert));
+    assert!(!node.stderr().contains(&node.token()), "token leaked by the node:\n{}", node.stderr());
+}
+
+#[test]
+fn ctrl_c_cancels_the_run_on_the_node() {
+    let sandbox = Sandbox::new();
+    sandbox.allow_every_command();
+    let node = Node::start(&sandbox);
+    let pid_file = sandbox.root().join("run.pids");
+    let mut call = node.spawn(&sandbox, "call", &["system.run", "--params", &long_run(&pid_file)]);
+    let pids = wait_for(WAIT_LIMIT, "the run to start", || recorded_pids(&pid_file), || call.stderr());
+
+    call.signal(Signal::SIGINT);
+    let ended = call.wait("the interrupted call to exit");
+    assert_eq!(ended.code(), Some(130), "{ended:?}");
+    assert!(ended.stderr.contains("cancelling the call on the node"), "{ended:?}");
+    wait_all_dead(&pids, &node);
+}
+
+#[test]
+fn a_client_timeout_cancels_the_run_on_the_node() {
+    let sandbox = Sandbox::new();
+    sandbox.allow_every_command();
+    let node = Node::start(&sandbox);
+    let pid_file = sandbox.root().join("run.pids");
+
+    // The call gives up long before the run would end; the node sees the connection close.
+    node.run(&sandbox, "call", &["system.run", "--params", &long_run(&pid_file), "--timeout-ms", "3000"])
+        .assert()
+        .code(1)
+        .stderr(contains("timed out after 3000 ms"));
+
+    let pids = recorded_pids(&pid_file).expect("the run started within the client's 3 s");
+    wait_all_dead(&pids, &node);
+}
+
+#[test]
+fn stdout_carries_only_the_result() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let assert = node.run(&sandbox, "call", &["--list-tools"]).assert().success();
+    assert!(serde_json::from_str::<Value>(&stdout_of(&assert)).is_ok(), "stdout is one JSON document");
+    assert_eq!(stderr_of(&assert), "", "nothing but the result is printed on success");
+}

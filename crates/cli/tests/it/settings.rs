@@ -1,0 +1,106 @@
+//! `clawmcp settings` and `settings.json`: the mode matrix on disk, and the "Run system tools"
+//! switch that a running node applies to its next listing and call.
+
+use predicates::str::contains;
+use serde_json::{Value, json};
+
+use crate::support::{Node, Sandbox, json_of, mode};
+
+const ECHO: &str = r#"{"command":["echo","hello"]}"#;
+
+fn settings_file(sandbox: &Sandbox) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(sandbox.settings_path()).unwrap()).unwrap()
+}
+
+#[test]
+fn switching_system_run_off_hides_and_refuses_it_at_once_and_on_restores_it() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let names = node.tool_names(&sandbox);
+    assert!(names.iter().any(|n| n == "system.run") && names.iter().any(|n| n == "system.run.prepare"), "{names:?}");
+
+    node.run(&sandbox, "settings", &["set", "NodeSystemRunEnabled", "false"]).assert().success();
+    let names = node.tool_names(&sandbox);
+    assert!(!names.iter().any(|n| n.starts_with("system.run")), "still listed: {names:?}");
+    assert!(names.iter().any(|n| n == "system.which"), "other tools stay: {names:?}");
+
+    // Refused outright: with the default policy an enabled system.run would wait for an
+    // approval here instead of answering.
+    for tool in ["system.run", "system.run.prepare"] {
+        node.run(&sandbox, "call", &[tool, "--params", ECHO])
+            .assert()
+            .code(1)
+            .stderr(contains("system.run is disabled by user setting"))
+            .stderr(contains("NodeSystemRunEnabled"));
+    }
+    node.run(&sandbox, "approvals", &["list"]).assert().success().stdout("");
+
+    node.run(&sandbox, "settings", &["set", "NodeSystemRunEnabled", "true"]).assert().success();
+    let names = node.tool_names(&sandbox);
+    assert!(names.iter().any(|n| n == "system.run") && names.iter().any(|n| n == "system.run.prepare"), "{names:?}");
+    let plan = json_of(&node.run(&sandbox, "call", &["system.run.prepare", "--params", ECHO]).assert().success());
+    assert!(plan.is_object(), "{plan}");
+}
+
+#[test]
+fn show_prints_the_defaults_when_there_is_no_file() {
+    let sandbox = Sandbox::new();
+    let assert = sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).assert().success();
+    let shown = json_of(&assert);
+    assert_eq!(shown["EnableNodeMode"], json!(false));
+    assert_eq!(shown["EnableMcpServer"], json!(true));
+    assert_eq!(shown["NodeSystemRunEnabled"], json!(true));
+    assert.stderr(contains("does not exist yet"));
+    assert!(!sandbox.data().exists(), "showing settings writes nothing");
+}
+
+#[test]
+fn set_saves_a_private_file_that_show_reads_back() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .clawmcp(["settings", "--data-dir"])
+        .arg(sandbox.data())
+        .args(["set", "EnableMcpServer", "false"])
+        .assert()
+        .success()
+        .stderr(contains(sandbox.settings_path().display().to_string()));
+    assert_eq!(mode(&sandbox.data()), 0o700);
+    assert_eq!(mode(&sandbox.settings_path()), 0o600);
+    assert_eq!(settings_file(&sandbox)["EnableMcpServer"], json!(false));
+
+    let shown =
+        json_of(&sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).arg("show").assert().success());
+    assert_eq!(shown["EnableMcpServer"], json!(false));
+}
+
+#[test]
+fn set_drops_the_legacy_flag_and_keeps_unknown_keys() {
+    let sandbox = Sandbox::new();
+    sandbox.write_data_file(
+        "settings.json",
+        r#"{"EnableNodeMode":true,"EnableMcpServer":false,"McpOnlyMode":true,"TtsProvider":"piper"}"#,
+    );
+    sandbox
+        .clawmcp(["settings", "--data-dir"])
+        .arg(sandbox.data())
+        .args(["set", "NodeSystemRunEnabled", "false"])
+        .assert()
+        .success();
+    let saved = settings_file(&sandbox);
+    assert_eq!(saved.get("McpOnlyMode"), None, "{saved}");
+    assert_eq!(saved["EnableMcpServer"], json!(true), "migrated: {saved}");
+    assert_eq!(saved["EnableNodeMode"], json!(false), "migrated: {saved}");
+    assert_eq!(saved["NodeSystemRunEnabled"], json!(false), "{saved}");
+    assert_eq!(saved["TtsProvider"], json!("piper"), "{saved}");
+}
+
+#[test]
+fn unknown_keys_and_values_are_usage_errors() {
+    let sandbox = Sandbox::new();
+    for args in
+        [["set", "McpOnlyMode", "true"], ["set", "NodeSystemRunEnabled", "yes"], ["set", "enablemcpserver", "true"]]
+    {
+        sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).args(args).assert().code(2);
+    }
+    assert!(!sandbox.data().exists());
+}
