@@ -1,33 +1,38 @@
-//! The local coding tools of `clawmcp tools` (spec 002): `read`, `write`, `edit`, `glob`,
-//! `grep`, run in this process against a [`Workspace`] instead of being proxied to the gateway.
+//! The local coding tools of `clawmcp tools` (spec 002): `read`, `write`, `edit`, `exec`,
+//! `glob`, `grep`, `process`, run in this process against a [`Workspace`] instead of being
+//! proxied to the gateway.
 //!
 //! # Why they exist and what they promise
 //!
 //! The upstream Node bridge implemented these tools itself with known defects (tools-bridge.md
 //! §4, §14): whole-file reads, first-match edits, errors swallowed as "(no matches)", globs
-//! without `{a,b}`. Ours keep OpenClaw's own schemas where OpenClaw has the tool (`read`,
-//! `write`, `edit`, with the Claude Code aliases `file_path`/`old_string`/`new_string`) and
+//! without `{a,b}`, an `exec` without timeout and a `process kill` that killed nothing. Ours
+//! keep OpenClaw's own schemas where OpenClaw has the tool (`read`, `write`, `edit`, with the
+//! Claude Code aliases `file_path`/`old_string`/`new_string`; `exec` and `process`) and
 //! Claude-Code-like schemas for `glob` and `grep`, which OpenClaw does not ship. Bad input never
-//! corrupts a file: writes are atomic and an edit that fails changes nothing.
+//! corrupts a file: writes are atomic and an edit that fails changes nothing. A command `exec`
+//! runs is always stoppable: a timeout, a cancellation or `process kill` ends its whole process
+//! tree (the `clawmcp-process` crate, shared with the node's `system.run`).
 //!
 //! # Layout
 //!
 //! - [`LocalTool`]: the registry; one variant per tool, each tool one module exposing its
 //!   descriptor and `run`.
+//! - [`LocalTools`]: what a server holds: the workspace and the [`JobRegistry`] of background
+//!   jobs `exec` hands to `process`. Dropping it kills every job still running.
 //! - `workspace`: path resolution; `args`: aliased arguments; `fs_error`: I/O error wording;
 //!   `atomic`: atomic replace; `text`: lossy lines; `walk`: the ignore-aware walk glob and
-//!   grep share.
-//!
-//! Reserved names: `exec` and `process` belong to this surface too (the upstream bridge has
-//! them). They come in a later slice, sharing a process-group spawning module with the node's
-//! `system.run`; [`call_local`] returns `None` for them until then.
+//!   grep share; `jobs`: the bounded job registry.
 
 mod args;
 mod atomic;
 mod edit;
+mod exec;
 mod fs_error;
 mod glob;
 mod grep;
+mod jobs;
+mod process;
 mod read;
 mod text;
 mod walk;
@@ -37,30 +42,42 @@ mod write;
 use clawmcp_mcp::{CallContext, Tool, ToolResult};
 use serde_json::{Map, Value};
 
+pub use jobs::JobRegistry;
 pub use workspace::Workspace;
 
 /// One local tool. The order of [`LocalTool::ALL`] is the advertised order (the upstream
-/// bridge's: read, write, edit, then exec when it lands, glob, grep).
+/// bridge's: read, write, edit, exec, glob, grep, process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LocalTool {
     Read,
     Write,
     Edit,
+    Exec,
     Glob,
     Grep,
+    Process,
 }
 
 impl LocalTool {
-    pub const ALL: [LocalTool; 5] =
-        [LocalTool::Read, LocalTool::Write, LocalTool::Edit, LocalTool::Glob, LocalTool::Grep];
+    pub const ALL: [LocalTool; 7] = [
+        LocalTool::Read,
+        LocalTool::Write,
+        LocalTool::Edit,
+        LocalTool::Exec,
+        LocalTool::Glob,
+        LocalTool::Grep,
+        LocalTool::Process,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             LocalTool::Read => read::NAME,
             LocalTool::Write => write::NAME,
             LocalTool::Edit => edit::NAME,
+            LocalTool::Exec => exec::NAME,
             LocalTool::Glob => glob::NAME,
             LocalTool::Grep => grep::NAME,
+            LocalTool::Process => process::NAME,
         }
     }
 
@@ -74,22 +91,65 @@ impl LocalTool {
             LocalTool::Read => read::descriptor(),
             LocalTool::Write => write::descriptor(),
             LocalTool::Edit => edit::descriptor(),
+            LocalTool::Exec => exec::descriptor(),
             LocalTool::Glob => glob::descriptor(),
             LocalTool::Grep => grep::descriptor(),
+            LocalTool::Process => process::descriptor(),
         }
     }
 
     /// Runs the tool. Every failure is a `ToolResult::error` saying what, why and what to do.
     /// The file work runs on tokio's blocking pool and polls `ctx.cancel` as it goes;
     /// `write`/`edit` check it only before they commit, so "cancelled" never hides a write.
-    pub async fn run(self, workspace: &Workspace, args: &Map<String, Value>, ctx: &CallContext) -> ToolResult {
+    /// `exec` and `process` keep background jobs in `jobs`; without one, `exec` runs in the
+    /// foreground only.
+    pub async fn run(
+        self,
+        workspace: &Workspace,
+        jobs: Option<&JobRegistry>,
+        args: &Map<String, Value>,
+        ctx: &CallContext,
+    ) -> ToolResult {
         match self {
             LocalTool::Read => read::run(workspace, args, ctx).await,
             LocalTool::Write => write::run(workspace, args, ctx).await,
             LocalTool::Edit => edit::run(workspace, args, ctx).await,
+            LocalTool::Exec => exec::run(workspace, jobs, args, ctx).await,
             LocalTool::Glob => glob::run(workspace, args, ctx).await,
             LocalTool::Grep => grep::run(workspace, args, ctx).await,
+            LocalTool::Process => process::run(jobs, args, ctx).await,
         }
+    }
+}
+
+/// The local tools of one server: the workspace they work in and the background jobs `exec`
+/// started. Dropping it SIGKILLs the process group of every job still running, so no child
+/// outlives the server; [`LocalTools::shutdown`] stops them gracefully first.
+#[derive(Debug)]
+pub struct LocalTools {
+    workspace: Workspace,
+    jobs: JobRegistry,
+}
+
+impl LocalTools {
+    pub fn new(workspace: Workspace) -> Self {
+        LocalTools { workspace, jobs: JobRegistry::new() }
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Runs `name` if it is a local tool; `None` means "not mine" (forward it to the gateway).
+    pub async fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> Option<ToolResult> {
+        let tool = LocalTool::from_name(name)?;
+        Some(tool.run(&self.workspace, Some(&self.jobs), args, ctx).await)
+    }
+
+    /// Stops every background job (SIGTERM, grace, SIGKILL, whole process groups) and waits
+    /// until all are gone: for a server about to exit.
+    pub async fn shutdown(&self) {
+        self.jobs.shutdown().await;
     }
 }
 
@@ -99,6 +159,8 @@ pub fn local_tools() -> Vec<Tool> {
 }
 
 /// Runs `name` if it is a local tool; `None` means "not mine" (forward it to the gateway).
+/// For one-off callers with no [`LocalTools`]: nothing outlives the call, so `exec` runs in
+/// the foreground only (stdin at /dev/null) and `process` finds no sessions.
 pub async fn call_local(
     name: &str,
     args: &Map<String, Value>,
@@ -106,7 +168,7 @@ pub async fn call_local(
     workspace: &Workspace,
 ) -> Option<ToolResult> {
     let tool = LocalTool::from_name(name)?;
-    Some(tool.run(workspace, args, ctx).await)
+    Some(tool.run(workspace, None, args, ctx).await)
 }
 
 /// Runs blocking file work off the async threads. A panic becomes a tool error rather than
@@ -133,14 +195,15 @@ mod tests {
             assert_eq!(LocalTool::from_name(tool.name()), Some(tool));
             assert_eq!(tool.descriptor().name, tool.name());
         }
-        assert_eq!(LocalTool::from_name("exec"), None);
+        assert_eq!(LocalTool::from_name("exec"), Some(LocalTool::Exec));
+        assert_eq!(LocalTool::from_name("process"), Some(LocalTool::Process));
         assert_eq!(LocalTool::from_name("sessions_spawn"), None);
     }
 
     #[test]
     fn advertised_order_matches_the_upstream_bridge() {
         let names: Vec<String> = local_tools().into_iter().map(|t| t.name).collect();
-        assert_eq!(names, ["read", "write", "edit", "glob", "grep"]);
+        assert_eq!(names, ["read", "write", "edit", "exec", "glob", "grep", "process"]);
     }
 
     #[test]
@@ -170,6 +233,8 @@ mod tests {
             ("edit", serde_json::json!({"path": "a.txt", "oldText": "old", "newText": "new"})),
             ("glob", serde_json::json!({"pattern": "*"})),
             ("grep", serde_json::json!({"pattern": "old"})),
+            ("exec", serde_json::json!({"command": "echo new > a.txt"})),
+            ("process", serde_json::json!({"action": "list"})),
         ];
         for (name, args) in calls {
             let result = call_local(name, args.as_object().unwrap(), &ctx, &workspace).await.unwrap();

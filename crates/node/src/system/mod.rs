@@ -3,7 +3,7 @@
 //! | command | file | what it does |
 //! | --- | --- | --- |
 //! | `system.notify` | [`notify`] | desktop notification |
-//! | `system.run` | [`run`] (+ [`process`]) | approved argv execution, bounded and killable |
+//! | `system.run` | [`run`] (+ `clawmcp_process`) | approved argv execution, bounded and killable |
 //! | `system.run.prepare` | [`prepare`] | the plan `system.run` would execute, nothing run |
 //! | `system.which` | [`which`] | programs on the node's PATH |
 //! | `system.execApprovals.get` / `.set` | [`crate::approvals`] | the exec-approval policy file |
@@ -16,7 +16,6 @@
 
 mod notify;
 mod prepare;
-mod process;
 mod request;
 mod run;
 mod which;
@@ -27,7 +26,7 @@ use clawmcp_mcp::CallContext;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
-pub use process::MAX_CAPTURED_BYTES;
+pub use clawmcp_process::MAX_CAPTURED_BYTES;
 pub use request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use run::RUN_DISABLED;
 pub use which::MAX_BINS;

@@ -4,7 +4,7 @@
 //! The order is the contract. Validation first, so nothing malformed reaches the policy or a
 //! prompt. Authorization may wait for a human; the policy and the "Run system tools" switch can
 //! change meanwhile, so both are rechecked immediately before launch (upstream's prelaunch
-//! revalidation). From then on [`super::process`] owns the child: a timeout or a cancellation
+//! revalidation). From then on [`clawmcp_process::run`] owns the child: a timeout or a cancellation
 //! stops the whole process tree before this returns.
 //!
 //! A command that runs and exits non-zero is a successful call: the caller gets the
@@ -15,10 +15,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use clawmcp_mcp::ToolAnnotations;
+use clawmcp_process::{self as process, CapturedStream, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::process::{self, CapturedStream, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome};
 use super::request::{self, InvalidRun, run_arguments_schema};
 use crate::approvals::{Denial, DenialCode, ExecApprovals};
 use crate::capability::{CapabilityError, CommandSpec, InvokeResult};

@@ -1,0 +1,395 @@
+//! [`Job`]: a process that runs on its own while its owner does other things: output merged
+//! into one ring read incrementally, an optional stdin pipe, an optional time limit, a kill that
+//! ends the whole tree, and a drop that does the same.
+//!
+//! A supervisor task owns the child. stdout and stderr share one pipe (as with `2>&1`), so the
+//! ring holds the bytes in the order the program wrote them, as a terminal would show them. The
+//! supervisor drains that pipe into the ring, waits for the leader and the pipe's end,
+//! stops the group on a time limit or a kill request, and records how the job ended. Readers
+//! never touch the child: they read the ring and wait on a watch channel that announces new
+//! bytes and the end.
+//!
+//! Dropping a [`Job`] that is still running SIGKILLs its group at once (the server owning the
+//! jobs is exiting; nothing may outlive it) and asks the supervisor to finish the stop.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::group::{self, Ending, GroupKillGuard, Spawned};
+use crate::output::{OutputBuffer, OutputChunk, drain};
+use crate::{Launch, ProcessError};
+
+/// How to run a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobOptions {
+    /// Stop the whole group once this has passed since the start; `None` runs until the job
+    /// ends or is killed.
+    pub timeout: Option<Duration>,
+    /// The most bytes of merged stdout and stderr kept; older bytes fall out of the ring.
+    pub output_limit: usize,
+    /// Give the job a stdin pipe for [`Job::write_stdin`]; otherwise stdin is /dev/null, so a
+    /// command that reads it sees end of file at once.
+    pub pipe_stdin: bool,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobEnding {
+    /// It exited by itself (any exit code, or a signal it did not get from us).
+    Exited,
+    /// Its time limit ran out and its group was stopped.
+    TimedOut,
+    /// [`Job::kill`] (or dropping the job) stopped its group.
+    Killed,
+}
+
+/// The end of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobExit {
+    /// The exit code, or `128 + signal` for a signal death; -1 if the status could not be read.
+    pub exit_code: i32,
+    /// The signal that ended the leader, if one did.
+    pub signal: Option<i32>,
+    pub ending: JobEnding,
+    /// From spawn to the end.
+    pub runtime: Duration,
+    /// When the job ended (tokio's clock, so tests can move it).
+    pub finished_at: Instant,
+}
+
+impl JobExit {
+    /// The name of the signal that ended the job (`SIGKILL`), if one did.
+    pub fn signal_name(&self) -> Option<&'static str> {
+        self.signal.and_then(|signal| Signal::try_from(signal).ok()).map(Signal::as_str)
+    }
+}
+
+/// Why [`Job::write_stdin`] or [`Job::close_stdin`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StdinError {
+    #[error("stdin is closed (it was closed with eof, or the job was started without a stdin pipe)")]
+    Closed,
+    #[error("cannot write to stdin: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running (or finished) background process group.
+#[derive(Debug)]
+pub struct Job {
+    pid: u32,
+    pgid: Pid,
+    shared: Arc<Mutex<JobState>>,
+    progress: watch::Receiver<Progress>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    kill: CancellationToken,
+    started: Instant,
+}
+
+#[derive(Debug)]
+struct JobState {
+    output: OutputBuffer,
+    exit: Option<JobExit>,
+}
+
+/// What readers wait on: bytes written so far, and whether the job has ended.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    total_bytes: u64,
+    finished: bool,
+}
+
+impl Job {
+    /// Spawns `launch` as a job supervised by a new tokio task. Must be called inside a tokio
+    /// runtime.
+    pub fn start(launch: Launch<'_>, options: JobOptions) -> Result<Job, ProcessError> {
+        let stdin = if options.pipe_stdin { Stdio::piped() } else { Stdio::null() };
+        let (Spawned { child, pgid, stdin }, output) = group::spawn_merged(&launch, stdin)?;
+        let started = Instant::now();
+        // Armed before the task exists: a runtime shutting down may drop the task unpolled.
+        let guard = GroupKillGuard::new(pgid);
+        let pid = child.id().expect("a freshly spawned child has a pid");
+        let shared =
+            Arc::new(Mutex::new(JobState { output: OutputBuffer::keeping_tail(options.output_limit), exit: None }));
+        let (progress_tx, progress) = watch::channel(Progress::default());
+        let kill = CancellationToken::new();
+        let supervisor = Supervisor {
+            child,
+            pgid,
+            output,
+            shared: shared.clone(),
+            progress: progress_tx,
+            timeout: options.timeout,
+            kill: kill.clone(),
+            guard,
+            started,
+        };
+        tokio::spawn(supervisor.run());
+        Ok(Job { pid, pgid, shared, progress, stdin: tokio::sync::Mutex::new(stdin), kill, started })
+    }
+
+    /// The leader's pid, which is also the process group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// How the job ended, or `None` while it runs.
+    pub fn exit(&self) -> Option<JobExit> {
+        lock(&self.shared).exit
+    }
+
+    /// How long the job has run (until its end, once it ended).
+    pub fn runtime(&self) -> Duration {
+        self.exit().map_or_else(|| self.started.elapsed(), |exit| exit.runtime)
+    }
+
+    /// Output from stream offset `from` on (0 for everything kept). While the job runs, a
+    /// character whose last bytes have not arrived yet is left for the next read.
+    pub fn output_since(&self, from: u64) -> OutputChunk {
+        let state = lock(&self.shared);
+        state.output.read_from(from, state.exit.is_some())
+    }
+
+    /// Waits until the job has written more than `offset` bytes in total, or has ended.
+    pub async fn wait_for_output(&self, offset: u64) {
+        let mut progress = self.progress.clone();
+        // An error means the supervisor is gone, which only happens once it recorded the end.
+        let _ = progress.wait_for(|p| p.finished || p.total_bytes > offset).await;
+    }
+
+    /// Waits until the job has ended (and, if it was stopped, its group is gone).
+    pub async fn finished(&self) {
+        let mut progress = self.progress.clone();
+        let _ = progress.wait_for(|p| p.finished).await;
+    }
+
+    /// Stops the whole group (SIGTERM, a short grace, SIGKILL) and waits until it is gone. A
+    /// job that already ended is left as it is.
+    pub async fn kill(&self) {
+        self.kill.cancel();
+        self.finished().await;
+    }
+
+    /// Writes all of `data` to the job's stdin. Waits while the pipe is full, that is, until the
+    /// job reads; callers bound that wait.
+    pub async fn write_stdin(&self, data: &[u8]) -> Result<(), StdinError> {
+        let mut stdin = self.stdin.lock().await;
+        let pipe = stdin.as_mut().ok_or(StdinError::Closed)?;
+        pipe.write_all(data).await?;
+        pipe.flush().await?;
+        Ok(())
+    }
+
+    /// Closes the job's stdin, so a program reading it sees end of file.
+    pub async fn close_stdin(&self) -> Result<(), StdinError> {
+        let mut pipe = self.stdin.lock().await.take().ok_or(StdinError::Closed)?;
+        pipe.shutdown().await?;
+        Ok(())
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.kill.cancel();
+        // Signal only while the leader is unreaped (no recorded end), so the group id cannot
+        // have been recycled. The supervisor then reaps what this killed.
+        if lock(&self.shared).exit.is_none() {
+            group::signal_group(self.pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// The task that owns a job's child.
+struct Supervisor {
+    child: Child,
+    pgid: Pid,
+    /// stdout and stderr, on one pipe.
+    output: pipe::Receiver,
+    shared: Arc<Mutex<JobState>>,
+    progress: watch::Sender<Progress>,
+    timeout: Option<Duration>,
+    kill: CancellationToken,
+    guard: GroupKillGuard,
+    started: Instant,
+}
+
+impl Supervisor {
+    async fn run(self) {
+        let Supervisor { mut child, pgid, mut output, shared, progress, timeout, kill, mut guard, started } = self;
+        let record = |chunk: &[u8]| {
+            let total_bytes = {
+                let mut state = lock(&shared);
+                state.output.push(chunk);
+                state.output.total()
+            };
+            progress.send_modify(|p| p.total_bytes = p.total_bytes.max(total_bytes));
+        };
+        let (status, ending) = group::supervise(&mut child, pgid, drain(&mut output, record), timeout, &kill).await;
+        let exit = job_exit(status, ending, started);
+        lock(&shared).exit = Some(exit);
+        guard.disarm();
+        progress.send_modify(|p| p.finished = true);
+    }
+}
+
+fn job_exit(status: std::io::Result<ExitStatus>, ending: Ending, started: Instant) -> JobExit {
+    let (exit_code, signal) = match status {
+        Ok(status) => (group::exit_code(status), status.signal()),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read a job's exit status");
+            (-1, None)
+        }
+    };
+    let ending = match ending {
+        Ending::Finished => JobEnding::Exited,
+        Ending::TimedOut => JobEnding::TimedOut,
+        Ending::Stopped => JobEnding::Killed,
+    };
+    let finished_at = Instant::now();
+    JobExit { exit_code, signal, ending, runtime: finished_at - started, finished_at }
+}
+
+/// The state stays consistent under every lock holder (no code panics midway), so a poisoned
+/// lock is still usable.
+fn lock(shared: &Mutex<JobState>) -> MutexGuard<'_, JobState> {
+    shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{pid_is_dead, pids_in};
+
+    const OPTIONS: JobOptions = JobOptions { timeout: None, output_limit: 64 * 1024, pipe_stdin: true };
+
+    fn start(script: &str, options: JobOptions) -> Job {
+        let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
+        Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, options).expect("starts")
+    }
+
+    /// Reads until the output contains `count` whitespace-separated words.
+    async fn read_words(job: &Job, count: usize) -> String {
+        loop {
+            let text = job.output_since(0).text;
+            if text.split_whitespace().count() >= count || job.exit().is_some() {
+                return text;
+            }
+            job.wait_for_output(job.output_since(0).total_bytes).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn output_is_read_incrementally_while_the_job_runs() {
+        let job = start("echo first; read go; echo second", OPTIONS);
+        job.wait_for_output(0).await;
+        let first = job.output_since(0);
+        assert_eq!(first.text, "first\n");
+        assert!(job.exit().is_none(), "the job waits for its stdin");
+        job.write_stdin(b"go\n").await.unwrap();
+        job.finished().await;
+        let second = job.output_since(first.end);
+        assert_eq!(second.text, "second\n");
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.exit_code, exit.ending, exit.signal), (0, JobEnding::Exited, None));
+    }
+
+    #[tokio::test]
+    async fn stdout_and_stderr_are_merged_in_write_order() {
+        let job = start("echo out; echo err >&2; echo out2; echo err2 >&2", OPTIONS);
+        job.finished().await;
+        assert_eq!(job.output_since(0).text, "out\nerr\nout2\nerr2\n");
+    }
+
+    #[tokio::test]
+    async fn closing_stdin_delivers_end_of_file() {
+        let job = start("cat; echo done", OPTIONS);
+        job.write_stdin(b"abc").await.unwrap();
+        job.close_stdin().await.unwrap();
+        job.finished().await;
+        assert_eq!(job.output_since(0).text, "abcdone\n");
+        assert!(matches!(job.write_stdin(b"x").await, Err(StdinError::Closed)));
+        assert!(matches!(job.close_stdin().await, Err(StdinError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn without_a_stdin_pipe_reads_see_end_of_file() {
+        let job = start("cat; echo done", JobOptions { pipe_stdin: false, ..OPTIONS });
+        job.finished().await;
+        assert_eq!(job.output_since(0).text, "done\n");
+        assert!(matches!(job.write_stdin(b"x").await, Err(StdinError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn kill_ends_every_member_of_the_group() {
+        let job = start("sleep 1000 & echo $!; sleep 1000 & echo $!; echo $$; wait", OPTIONS);
+        let pids = pids_in(&read_words(&job, 3).await);
+        assert_eq!(pids.len(), 3);
+        assert!(pids.iter().all(|&pid| !pid_is_dead(pid)), "all running before the kill");
+        job.kill().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code, exit.signal), (JobEnding::Killed, 128 + 15, Some(15)));
+        assert_eq!(exit.signal_name(), Some("SIGTERM"));
+        for pid in pids {
+            assert!(pid_is_dead(pid), "pid {pid} survived the kill");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_time_limit_ends_the_group_and_says_so() {
+        let job = start(
+            "trap '' TERM; sleep 1000 & echo $!; echo $$; wait",
+            JobOptions { timeout: Some(Duration::from_millis(300)), ..OPTIONS },
+        );
+        job.finished().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code), (JobEnding::TimedOut, 128 + 9), "TERM ignored, so KILL");
+        for pid in pids_in(&job.output_since(0).text) {
+            assert!(pid_is_dead(pid), "pid {pid} survived the time limit");
+        }
+    }
+
+    #[tokio::test]
+    async fn dropping_a_running_job_kills_its_group() {
+        let job = start("sleep 1000 & echo $!; echo $$; wait", OPTIONS);
+        let pids = pids_in(&read_words(&job, 2).await);
+        drop(job);
+        // The SIGKILL was sent during drop; death itself is the kernel's, so wait for it.
+        for pid in pids {
+            crate::test_support::wait_until_dead(pid).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_kill_after_the_end_changes_nothing() {
+        let job = start("exit 3", OPTIONS);
+        job.finished().await;
+        job.kill().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code), (JobEnding::Exited, 3));
+    }
+
+    #[tokio::test]
+    async fn the_ring_keeps_the_latest_output_at_its_limit() {
+        let job = start("printf 0123456789", JobOptions { output_limit: 4, ..OPTIONS });
+        job.finished().await;
+        let chunk = job.output_since(0);
+        assert_eq!((chunk.text.as_str(), chunk.discarded, chunk.total_bytes), ("6789", 6, 10));
+    }
+
+    #[tokio::test]
+    async fn spawn_failure_is_reported_at_start() {
+        let argv = ["/nonexistent/program".to_string()];
+        let error = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, OPTIONS).unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/program"), "{error}");
+    }
+}

@@ -1,0 +1,198 @@
+//! [`run`]: one argv, stdin at /dev/null, run to its end (or its time limit, or a
+//! cancellation), stdout and stderr captured apart, each keeping its first
+//! [`MAX_CAPTURED_BYTES`]. This is `system.run`'s contract.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::group::{self, Ending, GroupKillGuard, Spawned};
+use crate::output::{CapturedStream, OutputBuffer, drain};
+use crate::{Launch, ProcessError};
+
+/// The most bytes kept from each of stdout and stderr (1 MiB each).
+///
+/// The result travels back as one MCP text block (and over the gateway as one frame). Two full
+/// streams, JSON-escaped, stay well under the 4 MiB bodies both transports accept, and far more
+/// than a model can use: a command that prints more should write to a file and read it in parts.
+pub const MAX_CAPTURED_BYTES: usize = 1024 * 1024;
+
+/// How a run ended, when it was not cancelled.
+#[derive(Debug)]
+pub struct ProcessOutcome {
+    pub stdout: CapturedStream,
+    pub stderr: CapturedStream,
+    /// The exit code, or `128 + signal` when a signal ended the process (the shell's `$?`
+    /// convention), so the field is always an integer and never looks like success.
+    pub exit_code: i32,
+    /// True when the time limit ran out and the group was killed.
+    pub timed_out: bool,
+    /// From spawn to the end of the run.
+    pub duration: Duration,
+}
+
+/// Runs `launch` with stdin at /dev/null until it exits, `timeout` passes or `cancel` fires.
+/// On a timeout or a cancellation the whole process group is gone when this returns.
+pub async fn run(
+    launch: Launch<'_>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<ProcessOutcome, ProcessError> {
+    let started = std::time::Instant::now();
+    let (Spawned { mut child, pgid, .. }, mut stdout_pipe, mut stderr_pipe) =
+        group::spawn_separate(&launch, Stdio::null())?;
+    let mut guard = GroupKillGuard::new(pgid);
+    let mut stdout = OutputBuffer::keeping_head(MAX_CAPTURED_BYTES);
+    let mut stderr = OutputBuffer::keeping_head(MAX_CAPTURED_BYTES);
+    let output = async {
+        tokio::join!(
+            drain(&mut stdout_pipe, |chunk| stdout.push(chunk)),
+            drain(&mut stderr_pipe, |chunk| stderr.push(chunk))
+        );
+    };
+    let (status, ending) = group::supervise(&mut child, pgid, output, Some(timeout), cancel).await;
+    guard.disarm();
+    if ending == Ending::Stopped {
+        return Err(ProcessError::Cancelled);
+    }
+    let program = &launch.argv[0];
+    let status = status.map_err(|source| ProcessError::Wait { program: program.clone(), source })?;
+    Ok(ProcessOutcome {
+        stdout: stdout.finish(),
+        stderr: stderr.finish(),
+        exit_code: group::exit_code(status),
+        timed_out: ending == Ending::TimedOut,
+        duration: started.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use nix::sys::signal::Signal;
+    use nix::unistd::Pid;
+
+    use super::*;
+    use crate::test_support::{pid_is_dead, pids_in};
+
+    fn argv(parts: &[&str]) -> Vec<String> {
+        parts.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn launch(argv: &[String]) -> Launch<'_> {
+        Launch { argv, cwd: None, env_overrides: &[] }
+    }
+
+    async fn run_for(parts: &[&str], timeout: Duration) -> ProcessOutcome {
+        run(launch(&argv(parts)), timeout, &CancellationToken::new()).await.expect("runs")
+    }
+
+    #[tokio::test]
+    async fn captures_stdout_stderr_and_exit_code_separately() {
+        let outcome = run_for(&["sh", "-c", "printf out; printf err >&2; exit 42"], Duration::from_secs(30)).await;
+        assert_eq!(outcome.stdout.text, "out");
+        assert_eq!(outcome.stderr.text, "err");
+        assert_eq!(outcome.exit_code, 42);
+        assert!(!outcome.timed_out);
+        assert!(!outcome.stdout.truncated && !outcome.stderr.truncated);
+    }
+
+    #[tokio::test]
+    async fn a_signal_death_reports_128_plus_the_signal() {
+        let outcome = run_for(&["sh", "-c", "kill -9 $$"], Duration::from_secs(30)).await;
+        assert_eq!(outcome.exit_code, 128 + 9);
+    }
+
+    #[tokio::test]
+    async fn output_past_the_cap_is_counted_discarded_and_never_blocks_the_child() {
+        let total = MAX_CAPTURED_BYTES + 1_000_000;
+        let script = format!("head -c {total} /dev/zero | tr '\\0' a; echo finished >&2");
+        let outcome = run_for(&["sh", "-c", &script], Duration::from_secs(60)).await;
+        assert!(!outcome.timed_out, "the child must finish, not block on a full pipe");
+        assert_eq!(outcome.stderr.text, "finished\n");
+        assert!(outcome.stdout.truncated);
+        assert_eq!(outcome.stdout.text.len(), MAX_CAPTURED_BYTES);
+        assert_eq!(outcome.stdout.total_bytes, total as u64);
+    }
+
+    #[tokio::test]
+    async fn output_exactly_at_the_cap_is_not_truncated() {
+        let script = format!("head -c {MAX_CAPTURED_BYTES} /dev/zero | tr '\\0' a");
+        let outcome = run_for(&["sh", "-c", &script], Duration::from_secs(60)).await;
+        assert!(!outcome.stdout.truncated);
+        assert_eq!(outcome.stdout.text.len(), MAX_CAPTURED_BYTES);
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_every_member_of_the_group() {
+        let script = "sleep 1000 & echo $!; sleep 1000 & echo $!; echo $$; wait";
+        let outcome = run_for(&["sh", "-c", script], Duration::from_millis(300)).await;
+        assert!(outcome.timed_out);
+        assert_eq!(outcome.exit_code, 128 + 15, "sh dies of the SIGTERM");
+        let pids = pids_in(&outcome.stdout.text);
+        assert_eq!(pids.len(), 3, "{:?}", outcome.stdout.text);
+        for pid in pids {
+            assert!(pid_is_dead(pid), "pid {pid} survived the timeout");
+        }
+    }
+
+    #[tokio::test]
+    async fn members_ignoring_sigterm_are_killed() {
+        let script = "trap '' TERM; sleep 1000 & echo $!; echo $$; wait";
+        let outcome = run_for(&["sh", "-c", script], Duration::from_millis(300)).await;
+        assert!(outcome.timed_out);
+        assert_eq!(outcome.exit_code, 128 + 9, "sh ignored SIGTERM, so SIGKILL ended it");
+        for pid in pids_in(&outcome.stdout.text) {
+            assert!(pid_is_dead(pid), "pid {pid} survived");
+        }
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_the_group_before_returning() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let script = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", pid_file.display());
+        let cancel = CancellationToken::new();
+        let trigger = {
+            let cancel = cancel.clone();
+            let pid_file = pid_file.clone();
+            async move {
+                while std::fs::read_to_string(&pid_file).map(|t| t.lines().count()).unwrap_or(0) < 2 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                cancel.cancel();
+            }
+        };
+        let argv = argv(&["sh", "-c", &script]);
+        let (result, ()) = tokio::join!(run(launch(&argv), Duration::from_secs(600), &cancel), trigger);
+        assert!(matches!(result, Err(ProcessError::Cancelled)), "{result:?}");
+        for pid in pids_in(&std::fs::read_to_string(&pid_file).unwrap()) {
+            assert!(pid_is_dead(pid), "pid {pid} survived cancellation");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_normal_exit_leaves_background_members_alone() {
+        let script = "sleep 1000 >/dev/null 2>&1 & echo $!";
+        let outcome = run_for(&["sh", "-c", script], Duration::from_secs(30)).await;
+        let pid: i32 = outcome.stdout.text.trim().parse().unwrap();
+        assert!(!pid_is_dead(pid), "a finished run must not kill what it started on purpose");
+        nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    }
+
+    #[tokio::test]
+    async fn spawn_failure_names_the_program() {
+        let argv = argv(&["/nonexistent/program"]);
+        let error = run(launch(&argv), Duration::from_secs(1), &CancellationToken::new()).await.unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/program"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn env_overrides_are_added_to_the_inherited_environment() {
+        let argv = argv(&["sh", "-c", "printf '%s|%s' \"$CLAWMCP_TEST_VAR\" \"${PATH:+inherited}\""]);
+        let env = [("CLAWMCP_TEST_VAR".to_string(), "set by wrapper".to_string())];
+        let launch = Launch { argv: &argv, cwd: None, env_overrides: &env };
+        let outcome = run(launch, Duration::from_secs(30), &CancellationToken::new()).await.unwrap();
+        assert_eq!(outcome.stdout.text, "set by wrapper|inherited");
+    }
+}
