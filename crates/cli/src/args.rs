@@ -34,6 +34,9 @@ pub enum Command {
     /// Stdio MCP server over the OpenClaw gateway WebSocket: conversations, live events,
     /// approvals, Claude channel notifications (a drop-in for `openclaw mcp serve`).
     Serve(ServeArgs),
+    /// Stdio MCP server: the gateway's tools (via POST /tools/invoke) plus local read, write,
+    /// edit, exec, process, glob, grep and sessions_yield (a drop-in for the tools bridge).
+    Tools(ToolsArgs),
 }
 
 /// Where the node keeps its state.
@@ -209,4 +212,29 @@ pub enum ClaudeChannelMode {
     Auto,
     On,
     Off,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    pub action: Option<ToolsAction>,
+
+    /// Gateway URL (ws:// or http://). Default: from OPENCLAW_GATEWAY_URL / openclaw.json, else
+    /// the local gateway.
+    #[arg(long, global = true, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Read the gateway token from a file (default: OPENCLAW_GATEWAY_TOKEN or openclaw.json).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ToolsAction {
+    /// Ask the running gateway for its tools and write the snapshot used when it cannot be asked.
+    Regen {
+        /// Where to write the snapshot (default: the clawmcp data dir's tools-snapshot.json).
+        #[arg(long, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
 }

@@ -7,6 +7,7 @@ pub mod node;
 pub mod serve;
 pub mod settings;
 pub mod token;
+pub mod tools;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -26,6 +27,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Approvals(args) => approvals::run(args),
         Command::Settings(args) => settings::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Tools(args) => tools::run(args),
     }
 }
 
