@@ -58,6 +58,14 @@ pub trait McpService: Send + Sync + 'static {
         None
     }
 
+    /// The `protocolVersion` answered to a client that asked for `requested`. The node answers
+    /// spec 000's fixed version whatever is asked; a surface that must match an upstream SDK's
+    /// negotiation (echo a supported version) overrides this.
+    fn protocol_version(&self, requested: Option<&str>) -> String {
+        let _ = requested;
+        PROTOCOL_VERSION.to_string()
+    }
+
     /// A request method outside the MCP table (e.g. a local approvals API). `None` means
     /// "not mine" and becomes `-32601`.
     fn custom_request<'a>(
@@ -169,26 +177,25 @@ impl<S: McpService + ?Sized> McpServer<S> {
         method: &str,
         params: Option<&RawValue>,
         ctx: RequestContext,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Box<RawValue>, RpcError> {
+        // Results are serialised straight from their typed form into the frame: a tool list
+        // or a tool result never takes a detour through a `Value` tree (a deep copy per call).
         match method {
-            "initialize" => Ok(self.initialize()),
-            "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": self.service.list_tools()})),
-            "tools/call" => {
-                let result = self.tools_call(Some(id), params, ctx).await?;
-                serde_json::to_value(result).map_err(|_| RpcError::internal())
-            }
-            "resources/list" => Ok(json!({"resources": []})),
-            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
-            "prompts/list" => Ok(json!({"prompts": []})),
+            "initialize" => raw(&self.initialize(params)),
+            "ping" => raw(&json!({})),
+            "tools/list" => raw(&ToolsList { tools: self.service.list_tools() }),
+            "tools/call" => raw(&self.tools_call(Some(id), params, ctx).await?),
+            "resources/list" => raw(&json!({"resources": []})),
+            "resources/templates/list" => raw(&json!({"resourceTemplates": []})),
+            "prompts/list" => raw(&json!({"prompts": []})),
             // A notification method sent with an id still gets an (empty) answer.
             "notifications/initialized" | "notifications/cancelled" => {
                 self.notification(method, params);
-                Ok(json!({}))
+                raw(&json!({}))
             }
             other => match self.service.custom_request(other, params_value(params)) {
                 Some(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                    Ok(result) => result,
+                    Ok(result) => raw(&result?),
                     Err(_) => {
                         tracing::error!(method = other, "custom request handler panicked");
                         Err(RpcError::internal())
@@ -199,9 +206,11 @@ impl<S: McpService + ?Sized> McpServer<S> {
         }
     }
 
-    fn initialize(&self) -> Value {
+    fn initialize(&self, params: Option<&RawValue>) -> Value {
+        let params = params_value(params);
+        let requested = params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
         let mut result = Map::new();
-        result.insert("protocolVersion".into(), PROTOCOL_VERSION.into());
+        result.insert("protocolVersion".into(), self.service.protocol_version(requested).into());
         result.insert("capabilities".into(), self.service.capabilities());
         result.insert("serverInfo".into(), json!({"name": self.info.name, "version": self.info.version}));
         if let Some(instructions) = self.service.instructions() {
@@ -310,6 +319,17 @@ impl<S: McpService + ?Sized> McpServer<S> {
         }
         Ok(result)
     }
+}
+
+/// The `tools/list` result.
+#[derive(serde::Serialize)]
+struct ToolsList {
+    tools: Vec<Tool>,
+}
+
+/// Serialises a result for embedding in its response frame.
+fn raw<T: serde::Serialize + ?Sized>(result: &T) -> Result<Box<RawValue>, RpcError> {
+    serde_json::value::to_raw_value(result).map_err(|_| RpcError::internal())
 }
 
 type CallParts = (String, Map<String, Value>, Option<Value>);

@@ -57,12 +57,13 @@ pub fn describe(category: &str, spec: &CommandSpec) -> String {
     }
 }
 
-/// Converts one command into its MCP tool descriptor.
-pub fn tool_for(capability: &dyn Capability, spec: &CommandSpec) -> Tool {
+/// Converts one command into its MCP tool descriptor (taking the spec: schemas are moved, not
+/// copied, since `tools/list` builds them on every call).
+pub fn tool_for(capability: &dyn Capability, spec: CommandSpec) -> Tool {
     Tool {
         name: spec.name.to_string(),
-        description: describe(capability.category(), spec),
-        input_schema: spec.input_schema.clone().unwrap_or_else(permissive_schema),
+        description: describe(capability.category(), &spec),
+        input_schema: spec.input_schema.unwrap_or_else(permissive_schema),
         annotations: Some(spec.annotations),
     }
 }
@@ -97,7 +98,7 @@ impl NodeMcpService {
 
 impl McpService for NodeMcpService {
     fn list_tools(&self) -> Vec<Tool> {
-        self.registry.commands().iter().map(|(cap, spec)| tool_for(cap.as_ref(), spec)).collect()
+        self.registry.commands().into_iter().map(|(cap, spec)| tool_for(cap.as_ref(), spec)).collect()
     }
 
     fn call_tool<'a>(&'a self, name: &'a str, args: Map<String, Value>, ctx: CallContext) -> BoxFuture<'a, ToolResult> {

@@ -19,7 +19,7 @@ use clawmcp_node::{NodeMcpService, Registry};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::NodeArgs;
-use crate::commands::data_dir;
+use crate::commands::{data_dir, termination_signal};
 use crate::output;
 
 /// `serverInfo.name` in `initialize`.
@@ -65,26 +65,14 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         ));
 
         let shutdown = CancellationToken::new();
-        tokio::spawn(stop_on_signal(shutdown.clone()));
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            termination_signal().await;
+            output::note("clawmcp node: shutting down");
+            stop.cancel();
+        });
         server.serve(mcp, shutdown).await.context("the MCP server failed")?;
         output::note("clawmcp node: stopped");
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// Cancels `shutdown` on SIGINT or SIGTERM.
-async fn stop_on_signal(shutdown: CancellationToken) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else { return };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
-    output::note("clawmcp node: shutting down");
-    shutdown.cancel();
 }

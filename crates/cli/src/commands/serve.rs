@@ -1,10 +1,48 @@
-//! `clawmcp serve`: the channel bridge (spec 003). Being built; see the `clawmcp-serve` crate.
+//! `clawmcp serve`: the channel bridge (spec 003), a drop-in for `openclaw mcp serve`.
+//!
+//! Wiring only: the bridge lives in `clawmcp-serve`. Flags map one to one onto upstream's; the
+//! gateway is resolved from them, `OPENCLAW_*` and `openclaw.json` inside the crate. The device
+//! key is kept in `<data dir>/serve/` (the clawmcp data dir, `CLAWMCP_DATA_DIR` or
+//! `~/.config/clawmcp`), apart from any node key, because a key paired as an operator would need
+//! manual approval to become a node. SIGINT/SIGTERM end the session cleanly.
 
 use std::process::ExitCode;
 
-use crate::args::ServeArgs;
+use clawmcp_serve::{ClaudeChannelMode, ConnectOverrides, Env, Secret, ServeOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{self, DataDirArg, ServeArgs};
+use crate::commands::{data_dir, termination_signal};
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("`clawmcp serve` is not built yet")
+    let identity_dir = data_dir(&DataDirArg { data_dir: None })?.root().join("serve");
+    let connect = ConnectOverrides {
+        url: args.url,
+        token: args.token.map(Secret::new),
+        token_file: args.token_file,
+        password: args.password.map(Secret::new),
+        password_file: args.password_file,
+    };
+    let mut options = ServeOptions::new(connect, Env::from_process());
+    options.claude_channel_mode = match args.claude_channel_mode {
+        args::ClaudeChannelMode::Auto => ClaudeChannelMode::Auto,
+        args::ClaudeChannelMode::On => ClaudeChannelMode::On,
+        args::ClaudeChannelMode::Off => ClaudeChannelMode::Off,
+    };
+    options.identity_dir = Some(identity_dir);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let outcome = runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            termination_signal().await;
+            stop.cancel();
+        });
+        clawmcp_serve::run(options, shutdown).await
+    });
+    // Tokio reads stdin on a blocking thread that cannot be interrupted; do not wait for it.
+    runtime.shutdown_background();
+    outcome?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,97 @@
+//! The MCP face of the bridge: what `initialize`, `tools/list`, `tools/call` and client
+//! notifications see. The dispatcher (`clawmcp-mcp`) owns the protocol; this owns the answers.
+//!
+//! Capabilities match upstream's MCP SDK server: `tools: {listChanged: true}`, plus the Claude
+//! `experimental` entries when channel mode is on (listed first, as upstream's JSON has it).
+
+use std::sync::Arc;
+
+use clawmcp_mcp::{CallContext, McpService, Tool, ToolResult};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+use tracing::debug;
+
+use crate::bridge::Bridge;
+use crate::tools;
+
+/// The one client notification the bridge handles (Claude channel mode).
+pub const PERMISSION_REQUEST_NOTIFICATION: &str = "notifications/claude/channel/permission_request";
+
+pub(crate) struct ServeService {
+    bridge: Arc<Bridge>,
+    tools: Vec<Tool>,
+    /// Tool calls running now, so a failing startup can let them answer before the exit.
+    in_flight: watch::Sender<usize>,
+}
+
+/// Counts one running call until dropped.
+struct InFlightGuard(watch::Sender<usize>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|running| *running -= 1);
+    }
+}
+
+impl ServeService {
+    pub(crate) fn new(bridge: Arc<Bridge>) -> Self {
+        ServeService { bridge, tools: tools::descriptors(), in_flight: watch::Sender::new(0) }
+    }
+
+    /// Resolves once no tool call is running.
+    pub(crate) async fn idle(&self) {
+        let _ = self.in_flight.subscribe().wait_for(|running| *running == 0).await;
+    }
+}
+
+/// Protocol versions the upstream bridge's SDK accepts, newest first.
+const SDK_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+
+impl McpService for ServeService {
+    fn list_tools(&self) -> Vec<Tool> {
+        self.tools.clone()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Map<String, Value>,
+        ctx: CallContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        self.in_flight.send_modify(|running| *running += 1);
+        let guard = InFlightGuard(self.in_flight.clone());
+        async move {
+            let _guard = guard;
+            tools::call(&self.bridge, name, &arguments, &ctx).await
+        }
+        .boxed()
+    }
+
+    fn capabilities(&self) -> Value {
+        let mut capabilities = Map::new();
+        if let Some(experimental) = self.bridge.mode().experimental_capabilities() {
+            capabilities.insert("experimental".into(), experimental);
+        }
+        capabilities.insert("tools".into(), json!({"listChanged": true}));
+        Value::Object(capabilities)
+    }
+
+    /// The real bridge runs on the TypeScript MCP SDK (1.30), which echoes a version it supports
+    /// and otherwise answers its newest; clients see the same negotiation from us.
+    fn protocol_version(&self, requested: Option<&str>) -> String {
+        match requested {
+            Some(version) if SDK_PROTOCOL_VERSIONS.contains(&version) => version.to_string(),
+            _ => SDK_PROTOCOL_VERSIONS[0].to_string(),
+        }
+    }
+
+    fn notification(&self, method: &str, params: Option<Value>) {
+        if method == PERMISSION_REQUEST_NOTIFICATION {
+            self.bridge.claude_permission_request(params.as_ref());
+        } else {
+            debug!(%method, "ignoring a client notification");
+        }
+    }
+}

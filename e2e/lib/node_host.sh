@@ -1,0 +1,67 @@
+# shellcheck shell=bash
+# Start and stop one `clawmcp node` for the e2e drivers and the benchmark.
+# Source after e2e/lib/common.sh.
+#
+#   e2e_seed_exec_approvals DATA_DIR   let system.run run anything (the drivers need sh/sleep)
+#   e2e_start_node BIN DATA_DIR LOG    sets NODE_HOST_{PID,START,PORT,URL,TOKEN_FILE}
+#   e2e_stop_node                      SIGTERM by PID, returns 1 if SIGKILL was needed
+
+# Exec approvals default to allowlist + ask on miss + deny fallback, which would deny
+# every system.run of the drivers. The e2e data dir is private and thrown away, so it
+# gets the permissive policy; the approval logic itself is covered by unit tests.
+e2e_seed_exec_approvals() {
+  local dir="$1"
+  (umask 077 && printf '%s\n' \
+    '{"version":1,"defaults":{"security":"full","ask":"off","askFallback":"deny"},"agents":{}}' \
+    >"$dir/exec-approvals.json")
+}
+
+# e2e_start_node BIN DATA_DIR LOG [TIMEOUT_SECONDS]
+# Picks a free loopback port (retrying if another process grabs it first), starts the
+# node, and waits until the token file exists and an authenticated GET probe answers 200.
+# shellcheck disable=SC2034 # NODE_HOST_* are this function's outputs
+e2e_start_node() {
+  local bin="$1" data_dir="$2" log="$3" timeout_s="${4:-30}" attempt port pid deadline
+  NODE_HOST_PID="" NODE_HOST_START="" NODE_HOST_PORT="" NODE_HOST_URL=""
+  NODE_HOST_TOKEN_FILE="$data_dir/mcp-token.txt"
+  for attempt in 1 2 3; do
+    port="$(e2e_free_port)"
+    "$bin" node --port "$port" --data-dir "$data_dir" >>"$log" 2>&1 </dev/null &
+    pid=$!
+    NODE_HOST_PID="$pid" NODE_HOST_START="$(e2e_proc_start "$pid")"
+    deadline=$((SECONDS + timeout_s))
+    while ((SECONDS < deadline)); do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        wait "$pid" 2>/dev/null || true
+        NODE_HOST_PID=""
+        if grep -qi 'in use' "$log"; then
+          e2e_log "port $port was taken before the node bound it (attempt $attempt); retrying"
+          continue 2
+        fi
+        e2e_log "clawmcp node exited during startup; log tail:"
+        tail -n 30 "$log" >&2
+        return 1
+      fi
+      if [[ -s "$NODE_HOST_TOKEN_FILE" ]] && e2e_http_probe "http://127.0.0.1:$port/" "$NODE_HOST_TOKEN_FILE"; then
+        NODE_HOST_PORT="$port" NODE_HOST_URL="http://127.0.0.1:$port/"
+        return 0
+      fi
+      sleep 0.1
+    done
+    e2e_log "clawmcp node did not answer an authenticated GET on 127.0.0.1:$port within ${timeout_s}s; log tail:"
+    tail -n 30 "$log" >&2
+    e2e_stop_node || true
+    return 1
+  done
+  e2e_log "could not start clawmcp node on a free port after 3 attempts"
+  return 1
+}
+
+e2e_stop_node() {
+  local rc=0
+  [[ -n "${NODE_HOST_PID:-}" ]] || return 0
+  e2e_stop_pid "clawmcp node" "$NODE_HOST_PID" "$NODE_HOST_START" 10 || rc=1
+  wait "$NODE_HOST_PID" 2>/dev/null || true
+  NODE_HOST_PID=""
+  return "$rc"
+}

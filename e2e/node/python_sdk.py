@@ -1,0 +1,266 @@
+"""Drive a running `clawmcp node` with the official Python `mcp` SDK (2.x) over HTTP.
+
+Why this exists: the Python SDK is one of the real MCP clients users point at the node.
+It probes `server/discover` before `initialize` in its default mode, uses httpx2, and
+cancels through anyio cancel scopes, so it exercises paths no Rust-side test can.
+
+Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed):
+  auth-required        a request without the bearer token gets HTTP 401
+  initialize-legacy    mode="legacy": initialize handshake, server info present
+  tools-list           every required tool listed with a description and an object schema
+  system-which         system.which {bins:["sh"]} answers an absolute path to an executable
+  device-info          device.info answers the documented string fields, deviceName = hostname
+  unknown-tool         an unknown tool is a tool error (isError), not a protocol error
+  cancel-system-run    a long system.run (sh + sleep grandchild) cancelled by an anyio cancel
+                       scope: the call is abandoned, the SDK sends notifications/cancelled, and
+                       the whole process tree is gone afterwards; the session still works
+  discover-fallback    mode="auto": the SDK probes server/discover, gets an error and falls back
+                       to initialize, then lists tools
+
+Environment: CLAWMCP_E2E_URL (http://127.0.0.1:PORT/), CLAWMCP_E2E_TOKEN_FILE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import sys
+import traceback
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+EXPECTATIONS = json.loads((Path(__file__).parent / "expectations.json").read_text())
+# The node negotiates a handshake-era protocol, where ping is still defined; the SDK warns
+# about its 2026-07-28 removal on every call.
+warnings.filterwarnings("ignore", message="ping is removed")
+# Bound for waiting on processes to appear/disappear: generous so a loaded CI machine
+# cannot flake, and far below the sleep length so a leaked process is always caught.
+PROCESS_WAIT_SECONDS = 15.0
+CALL_TIMEOUT_SECONDS = 60.0
+
+
+class CheckFailed(Exception):
+    """An assertion about the node's behaviour did not hold."""
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
+def tool_payload(result: Any) -> Any:
+    """The node answers tools/call with one text content block holding compact JSON."""
+    expect(not result.is_error, f"tool returned isError: {result.content!r}")
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    expect(len(texts) == 1, f"expected one text content block, got {result.content!r}")
+    return json.loads(texts[0])
+
+
+def marker_pids(marker: str) -> dict[int, list[str]]:
+    """Live processes whose argv contains `marker` (zombies have an empty cmdline)."""
+    found: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(marker.encode() in arg for arg in argv):
+            found[int(entry.name)] = [a.decode(errors="replace") for a in argv if a]
+    return found
+
+
+async def wait_for(predicate: Callable[[], bool], what: str) -> None:
+    with anyio.move_on_after(PROCESS_WAIT_SECONDS):
+        while not predicate():
+            await anyio.sleep(0.05)
+        return
+    raise CheckFailed(f"{what} (waited {PROCESS_WAIT_SECONDS:.0f}s)")
+
+
+class Exchange:
+    """One HTTP request the SDK sent and, once it arrived, the body of the answer."""
+
+    def __init__(self, request: httpx2.Request) -> None:
+        self.request = request
+        self.body = request.content.decode(errors="replace") if request.method == "POST" else ""
+        try:
+            self.method = json.loads(self.body).get("method", "<response>") if self.body else f"<{request.method}>"
+        except ValueError:
+            self.method = "<unparsable body>"
+        self.response_text: str | None = None
+
+
+class Driver:
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.token = token
+        self.failures: list[str] = []
+        self.passed = 0
+        # Every POST the SDK makes with the server's answer, so a check can read an answer
+        # the SDK itself dropped (the late result of a cancelled call).
+        self.exchanges: list[Exchange] = []
+
+    @property
+    def sent_methods(self) -> list[str]:
+        return [exchange.method for exchange in self.exchanges]
+
+    def http_client(self) -> httpx2.AsyncClient:
+        async def record_request(request: httpx2.Request) -> None:
+            self.exchanges.append(Exchange(request))
+
+        async def record_response(response: httpx2.Response) -> None:
+            if response.request.method != "POST":
+                return
+            await response.aread()
+            for exchange in self.exchanges:
+                if exchange.request is response.request:
+                    exchange.response_text = response.text
+
+        return httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=httpx2.Timeout(CALL_TIMEOUT_SECONDS),
+            event_hooks={"request": [record_request], "response": [record_response]},
+        )
+
+    def client(self, http: httpx2.AsyncClient, mode: str) -> Client:
+        return Client(
+            streamable_http_client(self.url, http_client=http),
+            mode=mode,
+            read_timeout_seconds=CALL_TIMEOUT_SECONDS,
+            raise_exceptions=True,
+        )
+
+    async def check(self, name: str, body: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await body()
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, none is fatal to the run
+            detail = str(exc) if isinstance(exc, CheckFailed) else "".join(traceback.format_exception(exc)).strip()
+            self.failures.append(name)
+            print(f"FAIL {name}: {detail}", flush=True)
+        else:
+            self.passed += 1
+            print(f"PASS {name}", flush=True)
+
+    async def auth_required(self) -> None:
+        async with httpx2.AsyncClient(timeout=10) as bare:
+            response = await bare.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        expect(response.status_code == 401, f"POST without token: HTTP {response.status_code}, expected 401")
+
+    async def legacy_session_checks(self) -> None:
+        async with self.http_client() as http, self.client(http, "legacy") as client:
+            await self.check("initialize-legacy", lambda: self.initialize_ok(client))
+            await self.check("tools-list", lambda: self.tools_list(client))
+            await self.check("system-which", lambda: self.system_which(client))
+            await self.check("device-info", lambda: self.device_info(client))
+            await self.check("unknown-tool", lambda: self.unknown_tool(client))
+            await self.check("cancel-system-run", lambda: self.cancel_system_run(client))
+
+    async def initialize_ok(self, client: Client) -> None:
+        expect(client.server_info is not None and bool(client.server_info.name), "initialize: no serverInfo.name")
+        expect(bool(client.protocol_version), "initialize: no protocolVersion negotiated")
+        expect(client.server_capabilities.tools is not None, "initialize: no tools capability")
+
+    async def tools_list(self, client: Client) -> None:
+        listed = {tool.name: tool for tool in (await client.list_tools(cache_mode="bypass")).tools}
+        missing = [name for name in EXPECTATIONS["requiredTools"] if name not in listed]
+        expect(not missing, f"tools/list lacks {missing}; got {sorted(listed)}")
+        for name in EXPECTATIONS["requiredTools"]:
+            tool = listed[name]
+            expect(bool(tool.description and tool.description.strip()), f"{name}: empty description")
+            expect(tool.input_schema.get("type") == "object", f"{name}: inputSchema {tool.input_schema!r}")
+
+    async def system_which(self, client: Client) -> None:
+        payload = tool_payload(await client.call_tool("system.which", {"bins": ["sh"]}))
+        path = payload.get("bins", {}).get("sh")
+        expect(isinstance(path, str) and os.path.isabs(path), f"system.which sh: {payload!r}")
+        expect(os.access(path, os.X_OK), f"system.which sh -> {path} is not executable")
+
+    async def device_info(self, client: Client) -> None:
+        payload = tool_payload(await client.call_tool("device.info", {}))
+        for field in EXPECTATIONS["deviceInfoStringFields"]:
+            expect(isinstance(payload.get(field), str), f"device.info.{field} missing or not a string: {payload!r}")
+        expect(payload["deviceName"] == socket.gethostname(), f"deviceName {payload['deviceName']!r} != hostname")
+
+    async def unknown_tool(self, client: Client) -> None:
+        result = await client.call_tool("no.such.tool", {})
+        expect(result.is_error is True, f"unknown tool: expected isError, got {result!r}")
+
+    async def cancel_system_run(self, client: Client) -> None:
+        # A unique fractional sleep length marks the sh and its sleep grandchild in /proc.
+        marker = f"{EXPECTATIONS['cancelSleepSeconds']}.{secrets.randbelow(10**6):06d}"
+        command = ["sh", "-c", f"sleep {marker} & wait"]
+        completed: list[Any] = []
+
+        async def call() -> None:
+            completed.append(await client.call_tool("system.run", {"command": command}))
+
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call)
+                await wait_for(
+                    lambda: any(argv[0].endswith("sleep") for argv in marker_pids(marker).values()),
+                    f"system.run never started the sleep grandchild ({marker}); completed={completed!r}",
+                )
+                started = marker_pids(marker)
+                scope.cancel()
+        expect(scope.cancelled_caught and not completed, f"call was not abandoned: completed={completed!r}")
+        await wait_for(
+            lambda: not marker_pids(marker),
+            f"process tree survived cancellation: was {started}, still {marker_pids(marker)}",
+        )
+        expect(
+            "notifications/cancelled" in self.sent_methods, f"SDK sent no notifications/cancelled: {self.sent_methods}"
+        )
+        # The SDK drops the late answer; the server must still settle the call as a tool
+        # error saying it was cancelled (spec 000, notifications/cancelled).
+        call = next(e for e in self.exchanges if e.method == "tools/call" and marker in e.body)
+        await wait_for(lambda: call.response_text is not None, "no HTTP answer to the cancelled tools/call")
+        late = json.loads(call.response_text or "null")
+        expect(
+            late.get("result", {}).get("isError") is True and "cancel" in json.dumps(late["result"]).lower(),
+            f"cancelled tools/call should end as a tool error mentioning cancellation, got {call.response_text}",
+        )
+        await client.send_ping()  # the session survives a cancelled call
+
+    async def discover_fallback(self) -> None:
+        self.exchanges.clear()
+        async with self.http_client() as http, self.client(http, "auto") as client:
+            expect(client.session.initialize_result is not None, "auto mode did not fall back to initialize")
+            names = {tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools}
+            expect("system.which" in names, f"tools/list after fallback: {sorted(names)}")
+        expect(
+            self.sent_methods[:2] == ["server/discover", "initialize"],
+            f"expected the server/discover probe then initialize, sent {self.sent_methods[:4]}",
+        )
+
+    async def run(self) -> int:
+        await self.check("auth-required", self.auth_required)
+        try:
+            await self.legacy_session_checks()
+        except Exception as exc:  # noqa: BLE001 - connecting itself failed
+            self.failures.append("connect-legacy")
+            print(f"FAIL connect-legacy: {''.join(traceback.format_exception(exc)).strip()}", flush=True)
+        await self.check("discover-fallback", self.discover_fallback)
+        print(f"python-sdk: {self.passed} passed, {len(self.failures)} failed", flush=True)
+        return 1 if self.failures else 0
+
+
+def main() -> int:
+    url = os.environ["CLAWMCP_E2E_URL"]
+    token = Path(os.environ["CLAWMCP_E2E_TOKEN_FILE"]).read_text().strip()
+    return anyio.run(Driver(url, token).run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+// Drive a running `clawmcp node` with the official TypeScript SDK (@modelcontextprotocol/sdk 1.x):
+// Client + StreamableHTTPClientTransport, the bearer token in requestInit.headers.
+//
+// Why this exists: the TS SDK is what most MCP hosts embed. It uses undici fetch (sends
+// `sec-fetch-mode: cors`, never Origin), opens a GET stream after initialize, treats any
+// non-2xx POST as a transport error, and cancels by POSTing notifications/cancelled when an
+// AbortSignal fires.
+//
+// Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed):
+//   initialize, tools-list, system-which, device-info, unknown-tool,
+//   cancel-system-run (AbortSignal -> notifications/cancelled accepted with 2xx; the sh + sleep
+//   process tree is gone afterwards; the client still works), no-token-rejected.
+//
+// Environment: CLAWMCP_E2E_URL, CLAWMCP_E2E_TOKEN_FILE, CLAWMCP_E2E_NPM_DIR (where install.sh
+// put node_modules; the packages are resolved from there, not from the repo).
+
+import { createRequire } from 'node:module';
+import { readFileSync, readdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { randomInt } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+function requireEnv(name) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set; run this driver through e2e/run.sh`);
+  return value;
+}
+
+const require = createRequire(join(requireEnv('CLAWMCP_E2E_NPM_DIR'), 'package.json'));
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+
+const expectations = JSON.parse(readFileSync(new URL('./expectations.json', import.meta.url), 'utf8'));
+const url = new URL(requireEnv('CLAWMCP_E2E_URL'));
+const token = readFileSync(requireEnv('CLAWMCP_E2E_TOKEN_FILE'), 'utf8').trim();
+// Generous bound for processes to appear/disappear; far below the sleep so a leak is caught.
+const PROCESS_WAIT_MS = 15_000;
+
+class CheckFailed extends Error {}
+function expect(condition, message) {
+  if (!condition) throw new CheckFailed(message);
+}
+
+/**
+ * Every request this client sends: JSON-RPC method, request body, HTTP status, and (for POSTs)
+ * the response body, so a check can read the server's answer even after the SDK dropped it.
+ */
+const sent = [];
+const transportErrors = [];
+async function recordingFetch(input, init) {
+  const response = await fetch(input, init);
+  let method = `<${init?.method ?? 'GET'}>`;
+  const body = typeof init?.body === 'string' ? init.body : '';
+  if (body) {
+    try {
+      method = JSON.parse(body).method ?? '<response>';
+    } catch {
+      method = '<unparsable body>';
+    }
+  }
+  const entry = { method, body, status: response.status, responseText: null };
+  if (init?.method === 'POST') response.clone().text().then((text) => (entry.responseText = text));
+  sent.push(entry);
+  return response;
+}
+
+function newClient(headers) {
+  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch: recordingFetch });
+  const client = new Client({ name: 'clawmcp-e2e-ts-sdk', version: '0.1.0' });
+  client.onerror = (error) => transportErrors.push(String(error));
+  return { client, transport };
+}
+
+function toolPayload(result) {
+  expect(!result.isError, `tool returned isError: ${JSON.stringify(result.content)}`);
+  const texts = result.content.filter((block) => block.type === 'text');
+  expect(texts.length === 1, `expected one text content block, got ${JSON.stringify(result.content)}`);
+  return JSON.parse(texts[0].text);
+}
+
+/** Live processes whose argv contains `marker` (zombies have an empty cmdline). */
+function markerProcesses(marker) {
+  const found = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    let argv;
+    try {
+      argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    } catch {
+      continue;
+    }
+    if (argv.some((arg) => arg.includes(marker))) found.set(Number(name), argv);
+  }
+  return found;
+}
+
+async function waitFor(predicate, what) {
+  const deadline = Date.now() + PROCESS_WAIT_MS;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new CheckFailed(`${what} (waited ${PROCESS_WAIT_MS / 1000}s)`);
+    await sleep(50);
+  }
+}
+
+let passed = 0;
+const failures = [];
+async function check(name, body) {
+  try {
+    await body();
+    passed += 1;
+    console.log(`PASS ${name}`);
+  } catch (error) {
+    failures.push(name);
+    console.log(`FAIL ${name}: ${error instanceof CheckFailed ? error.message : error?.stack ?? error}`);
+  }
+}
+
+async function sessionChecks(client) {
+  await check('initialize', async () => {
+    expect(client.getServerVersion()?.name, `no serverInfo.name: ${JSON.stringify(client.getServerVersion())}`);
+    expect(client.getServerCapabilities()?.tools, `no tools capability: ${JSON.stringify(client.getServerCapabilities())}`);
+  });
+
+  await check('tools-list', async () => {
+    const { tools } = await client.listTools();
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    const missing = expectations.requiredTools.filter((name) => !byName.has(name));
+    expect(missing.length === 0, `tools/list lacks ${missing}; got ${[...byName.keys()].sort()}`);
+    for (const name of expectations.requiredTools) {
+      const tool = byName.get(name);
+      expect(tool.description?.trim(), `${name}: empty description`);
+      expect(tool.inputSchema?.type === 'object', `${name}: inputSchema ${JSON.stringify(tool.inputSchema)}`);
+    }
+  });
+
+  await check('system-which', async () => {
+    const payload = toolPayload(await client.callTool({ name: 'system.which', arguments: { bins: ['sh'] } }));
+    const path = payload?.bins?.sh;
+    expect(typeof path === 'string' && isAbsolute(path), `system.which sh: ${JSON.stringify(payload)}`);
+  });
+
+  await check('device-info', async () => {
+    const payload = toolPayload(await client.callTool({ name: 'device.info', arguments: {} }));
+    for (const field of expectations.deviceInfoStringFields) {
+      expect(typeof payload[field] === 'string', `device.info.${field} missing or not a string: ${JSON.stringify(payload)}`);
+    }
+    expect(payload.deviceName === hostname(), `deviceName ${payload.deviceName} != hostname ${hostname()}`);
+  });
+
+  await check('unknown-tool', async () => {
+    const result = await client.callTool({ name: 'no.such.tool', arguments: {} });
+    expect(result.isError === true, `unknown tool: expected isError, got ${JSON.stringify(result)}`);
+  });
+
+  await check('cancel-system-run', async () => {
+    // A unique fractional sleep length marks the sh and its sleep grandchild in /proc.
+    const marker = `${expectations.cancelSleepSeconds}.${String(randomInt(1_000_000)).padStart(6, '0')}`;
+    const abort = new AbortController();
+    const call = client.callTool(
+      { name: 'system.run', arguments: { command: ['sh', '-c', `sleep ${marker} & wait`] } },
+      undefined,
+      { signal: abort.signal, timeout: 120_000 },
+    );
+    const outcome = call.then(
+      (result) => ({ result }),
+      (error) => ({ error }),
+    );
+    await waitFor(
+      () => [...markerProcesses(marker).values()].some((argv) => argv[0].endsWith('sleep')),
+      `system.run never started the sleep grandchild (${marker})`,
+    );
+    const started = Object.fromEntries(markerProcesses(marker));
+    const reason = `clawmcp-e2e abort ${marker}`;
+    abort.abort(reason);
+    const { result, error } = await outcome;
+    expect(!result, `aborted call resolved anyway: ${JSON.stringify(result)}`);
+    expect(String(error?.message).includes(reason), `aborted call rejected with an unrelated error: ${error}`);
+    await waitFor(
+      () => sent.some((entry) => entry.method === 'notifications/cancelled'),
+      'the SDK never POSTed notifications/cancelled',
+    );
+    const notification = sent.find((entry) => entry.method === 'notifications/cancelled');
+    expect(notification.status >= 200 && notification.status < 300, `notifications/cancelled got HTTP ${notification.status}`);
+    // The SDK ignores the late answer to the aborted POST; the server must still settle it
+    // as a tool error saying it was cancelled (spec 000, notifications/cancelled).
+    const callEntry = sent.find((entry) => entry.method === 'tools/call' && entry.body.includes(marker));
+    await waitFor(() => callEntry?.responseText != null, 'no HTTP answer to the cancelled tools/call');
+    const late = JSON.parse(callEntry.responseText);
+    expect(
+      late.result?.isError === true && /cancel/i.test(JSON.stringify(late.result.content)),
+      `cancelled tools/call should end as a tool error mentioning cancellation, got ${callEntry.responseText}`,
+    );
+    await waitFor(
+      () => markerProcesses(marker).size === 0,
+      `process tree survived cancellation: was ${JSON.stringify(started)}, still ${JSON.stringify(Object.fromEntries(markerProcesses(marker)))}`,
+    );
+    await client.ping(); // the client and server still talk after a cancelled call
+  });
+}
+
+async function main() {
+  const { client, transport } = newClient({ Authorization: `Bearer ${token}` });
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    failures.push('connect');
+    console.log(`FAIL connect: ${error?.stack ?? error}`);
+  }
+  if (!failures.includes('connect')) {
+    await sessionChecks(client);
+    await client.close();
+  }
+
+  await check('no-token-rejected', async () => {
+    const bare = newClient({});
+    let error;
+    try {
+      await bare.client.connect(bare.transport);
+    } catch (caught) {
+      error = caught;
+    }
+    await bare.client.close();
+    expect(error?.code === 401, `connect without token: expected StreamableHTTPError 401, got ${error ?? 'success'}`);
+  });
+
+  if (transportErrors.length > 0) {
+    // Not failures by themselves (e.g. the optional GET stream), but worth seeing in the log.
+    console.log(`note: transport onerror events: ${JSON.stringify(transportErrors)}`);
+  }
+  console.log(`ts-sdk: ${passed} passed, ${failures.length} failed`);
+  process.exitCode = failures.length > 0 ? 1 : 0;
+}
+
+await main();
