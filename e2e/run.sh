@@ -97,6 +97,7 @@ drivers=(
   "inspector-cli|bash $HERE/node/inspector_cli.sh"
   "conformance|bash $HERE/node/conformance.sh ${conformance_args[*]:-}"
   "clawmcp-cli|bash $HERE/node/clawmcp_cli.sh"
+  "progress|bash $HERE/progress/run.sh node"
 )
 passed=() failed=()
 for entry in "${drivers[@]}"; do

@@ -140,16 +140,28 @@ pub(crate) fn require_json<B>(request: &Request<B>) -> Result<(), Refusal> {
 /// A `GET` asking only for an SSE stream (an MCP client's server-push channel) rather than the
 /// text probe: `text/event-stream` is accepted and `text/plain` or `*/*` is not.
 pub(crate) fn wants_event_stream<B>(request: &Request<B>) -> bool {
-    let accept: Vec<String> = request
+    let accept = accepted_media_types(request);
+    accept.iter().any(|media| media == "text/event-stream")
+        && !accept.iter().any(|media| media == "text/plain" || media == "text/*" || media == "*/*")
+}
+
+/// A `POST` whose client can read an SSE answer: `text/event-stream` is listed in `Accept`
+/// (MCP clients send `application/json, text/event-stream`). Wildcards do not count: only a
+/// client that names the stream type is known to parse it.
+pub(crate) fn accepts_event_stream<B>(request: &Request<B>) -> bool {
+    accepted_media_types(request).iter().any(|media| media == "text/event-stream")
+}
+
+/// The media types of every `Accept` header, lower-cased, without parameters.
+fn accepted_media_types<B>(request: &Request<B>) -> Vec<String> {
+    request
         .headers()
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .map(|item| item.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
-        .collect();
-    accept.iter().any(|media| media == "text/event-stream")
-        && !accept.iter().any(|media| media == "text/plain" || media == "text/*" || media == "*/*")
+        .collect()
 }
 
 /// Check 8, first half: a declared `Content-Length` over the cap is refused before a byte of the
@@ -298,6 +310,23 @@ mod tests {
         assert_eq!(with("text/plain"), Err(Refusal::UnsupportedMediaType));
         assert_eq!(with("application/json-seq"), Err(Refusal::UnsupportedMediaType));
         assert_eq!(require_json(&Request::post("/").body(()).unwrap()), Err(Refusal::UnsupportedMediaType));
+    }
+
+    #[test]
+    fn an_event_stream_answer_needs_the_type_named_in_accept() {
+        let with = |values: &[&str]| {
+            let mut request = Request::post("/");
+            for value in values {
+                request = request.header("accept", *value);
+            }
+            accepts_event_stream(&request.body(()).unwrap())
+        };
+        assert!(with(&["application/json, text/event-stream"]));
+        assert!(with(&["application/json", "Text/Event-Stream;q=0.9"]));
+        assert!(!with(&["application/json"]));
+        assert!(!with(&["*/*"]), "a wildcard is not a promise to parse SSE");
+        assert!(!with(&["text/*"]));
+        assert!(!with(&[]));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The loopback MCP HTTP transport of the node host (spec 000): plain JSON-RPC over
 //! `POST http://127.0.0.1:<port>/`, behind a security gate, with bounded bodies, time and
-//! concurrency. It knows nothing about what tools do: every accepted message goes to a shared
+//! concurrency; a `tools/call` asking for progress is answered as a short event stream. It knows nothing about what tools do: every accepted message goes to a shared
 //! [`McpServer`](clawmcp_mcp::McpServer), so a `notifications/cancelled` arriving on one
 //! connection reaches the `tools/call` running on another.
 //!
@@ -10,6 +10,7 @@
 //! - `gate`: loopback, browser signals, Host, bearer token, media type; the refusal table.
 //! - `body`: reading a body bounded in size and time.
 //! - `pools`: ingress, tool and control slots.
+//! - `sse`: the streamed answer of a `tools/call` with a progress token (progress, then result).
 //! - [`limits`]: every bound, with spec 000's defaults.
 //! - [`token`]: the bearer token file and its live reload.
 //!
@@ -20,6 +21,7 @@ mod gate;
 pub mod limits;
 mod pools;
 pub mod server;
+mod sse;
 pub mod token;
 
 pub use limits::{Limits, MAX_BODY_BYTES};

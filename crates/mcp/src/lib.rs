@@ -20,6 +20,6 @@ pub mod types;
 pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use server::{
-    CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
+    CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT, WireStyle,
 };
 pub use types::{CallContext, Content, FrameSink, Progress, Tool, ToolAnnotations, ToolResult, permissive_schema};

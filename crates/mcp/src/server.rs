@@ -4,8 +4,19 @@
 //! A surface implements [`McpService`] (its tool list, its tool calls, optional extras), wraps it
 //! in an [`McpServer`] and hands messages to [`McpServer::dispatch`]. The server owns the
 //! protocol rules that must be identical on every surface: method table, the tool-error versus
-//! JSON-RPC-error split, and `notifications/cancelled` through the [`CancellationRegistry`].
+//! JSON-RPC-error split, `notifications/cancelled` through the [`CancellationRegistry`], and the
+//! progress heartbeat of long tool calls.
+//!
+//! # Progress heartbeat
+//!
+//! Real clients give up on a tool call after about 60 s unless `notifications/progress` for
+//! their own `progressToken` arrives (they reset their timeout on it). Rather than every
+//! long-running tool remembering to report, the dispatcher reports for all of them: while a
+//! `tools/call` that carries `_meta.progressToken` runs, and the transport can carry
+//! notifications for it, it sends progress whenever nothing was sent for
+//! [`PROGRESS_INTERVAL`]. Without a token nothing is sent; after the answer nothing is sent.
 
+use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +26,7 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Registration};
@@ -33,6 +45,12 @@ pub const TIMED_OUT: &str = "request timed out";
 /// How long a cancelled tool may take to clean up (kill and reap a process tree) before its
 /// future is dropped anyway. The response waits for this so that "cancelled" means "stopped".
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a tool call with a progress token may go without a progress notification before
+/// the dispatcher sends one. Issue 5 requires one at least every 10 s and clients give up after
+/// about 60 s of silence: 5 s stays well under both even if one notification is lost or late,
+/// while costing a single small frame per call every 5 s.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What a surface provides. Every method but `list_tools` and `call_tool` has a default.
 pub trait McpService: Send + Sync + 'static {
@@ -58,14 +76,6 @@ pub trait McpService: Send + Sync + 'static {
         None
     }
 
-    /// The `protocolVersion` answered to a client that asked for `requested`. The node answers
-    /// spec 000's fixed version whatever is asked; a surface that must match an upstream SDK's
-    /// negotiation (echo a supported version) overrides this.
-    fn protocol_version(&self, requested: Option<&str>) -> String {
-        let _ = requested;
-        PROTOCOL_VERSION.to_string()
-    }
-
     /// A request method outside the MCP table (e.g. a local approvals API). `None` means
     /// "not mine" and becomes `-32601`.
     fn custom_request<'a>(
@@ -78,6 +88,51 @@ pub trait McpService: Send + Sync + 'static {
 
     /// A notification outside the MCP table. Ignored by default.
     fn notification(&self, _method: &str, _params: Option<Value>) {}
+}
+
+/// The small wire conventions in which upstream programs differ, so each surface can answer
+/// exactly like the program it replaces. Everything else about the protocol is the same on every
+/// surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireStyle {
+    /// Protocol versions answered in `initialize`, preferred first. With one entry that version
+    /// is always answered (the tray's rule); with several, a requested version in the list is
+    /// echoed and anything else gets the first (the TypeScript SDK's negotiation).
+    pub protocol_versions: &'static [&'static str],
+    /// `"Method not found: <method>"` (tray) or a bare `"Method not found"` (TypeScript SDK).
+    pub method_not_found_names_method: bool,
+    /// Successful tool results carry `"isError": false` (tray) or leave the key out (SDK).
+    pub explicit_success_flag: bool,
+    /// An `execution` object added to every `tools/list` entry (the SDK adds
+    /// `{"taskSupport": "forbidden"}`), or none.
+    pub tool_execution_task_support: Option<&'static str>,
+}
+
+impl WireStyle {
+    /// Spec 000's node host, as the Windows tray answers.
+    pub const TRAY: WireStyle = WireStyle {
+        protocol_versions: &[PROTOCOL_VERSION],
+        method_not_found_names_method: true,
+        explicit_success_flag: true,
+        tool_execution_task_support: None,
+    };
+
+    /// A server built on `@modelcontextprotocol/sdk` 1.x (e.g. `openclaw mcp serve`).
+    pub const TYPESCRIPT_SDK: WireStyle = WireStyle {
+        protocol_versions: &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"],
+        method_not_found_names_method: false,
+        explicit_success_flag: false,
+        tool_execution_task_support: Some("forbidden"),
+    };
+
+    fn protocol_version(&self, requested: Option<&str>) -> &'static str {
+        match requested {
+            Some(asked) if self.protocol_versions.len() > 1 => {
+                self.protocol_versions.iter().find(|v| **v == asked).copied().unwrap_or(self.protocol_versions[0])
+            }
+            _ => self.protocol_versions[0],
+        }
+    }
 }
 
 /// `serverInfo` of `initialize`.
@@ -115,13 +170,21 @@ pub enum MessageClass {
 /// The dispatcher. Cheap to share behind an `Arc`.
 pub struct McpServer<S: McpService + ?Sized> {
     info: ServerInfo,
+    wire: WireStyle,
     registry: CancellationRegistry,
     service: Arc<S>,
 }
 
 impl<S: McpService + ?Sized> McpServer<S> {
+    /// A server with the tray's wire conventions ([`WireStyle::TRAY`]).
     pub fn new(info: ServerInfo, service: Arc<S>, duplicates: DuplicatePolicy) -> Self {
-        McpServer { info, registry: CancellationRegistry::new(duplicates), service }
+        McpServer { info, wire: WireStyle::TRAY, registry: CancellationRegistry::new(duplicates), service }
+    }
+
+    /// Answers with another program's wire conventions.
+    pub fn with_wire(mut self, wire: WireStyle) -> Self {
+        self.wire = wire;
+        self
     }
 
     pub fn service(&self) -> &Arc<S> {
@@ -138,6 +201,24 @@ impl<S: McpService + ?Sized> McpServer<S> {
             Ok(message) => self.dispatch(message, ctx).await,
             Err(rejection) => jsonrpc::rejection_frame(rejection),
         }
+    }
+
+    /// Whether the dispatcher would report progress for `message` given a sink: a `tools/call`
+    /// request whose `params._meta.progressToken` is a string or a number. Transports use it to
+    /// decide whether this one request needs a channel for notifications (HTTP answers it as an
+    /// event stream). Only `_meta` is decoded; the arguments are skipped, not copied.
+    pub fn wants_progress(message: &Incoming) -> bool {
+        #[derive(Deserialize)]
+        struct MetaOnly {
+            #[serde(rename = "_meta")]
+            meta: Option<Value>,
+        }
+        let Incoming::Request { method, params: Some(params), .. } = message else { return false };
+        method == "tools/call"
+            && serde_json::from_str::<MetaOnly>(params.get())
+                .ok()
+                .and_then(|p| p.meta)
+                .is_some_and(|meta| progress_token(&meta).is_some())
     }
 
     /// Classifies a parsed message for the transport's concurrency pools.
@@ -183,8 +264,23 @@ impl<S: McpService + ?Sized> McpServer<S> {
         match method {
             "initialize" => raw(&self.initialize(params)),
             "ping" => raw(&json!({})),
-            "tools/list" => raw(&ToolsList { tools: self.service.list_tools() }),
-            "tools/call" => raw(&self.tools_call(Some(id), params, ctx).await?),
+            "tools/list" => {
+                let execution =
+                    self.wire.tool_execution_task_support.map(|support| ToolExecution { task_support: support });
+                let tools = self.service.list_tools();
+                raw(&ToolsList { tools: tools.iter().map(|tool| ListedTool { tool, execution }).collect() })
+            }
+            "tools/call" => {
+                let result = self.tools_call(Some(id), params, ctx).await?;
+                if result.is_error || self.wire.explicit_success_flag {
+                    raw(&result)
+                } else {
+                    raw(&SuccessWithoutFlag {
+                        content: &result.content,
+                        structured_content: result.structured_content.as_ref(),
+                    })
+                }
+            }
             "resources/list" => raw(&json!({"resources": []})),
             "resources/templates/list" => raw(&json!({"resourceTemplates": []})),
             "prompts/list" => raw(&json!({"prompts": []})),
@@ -201,7 +297,8 @@ impl<S: McpService + ?Sized> McpServer<S> {
                         Err(RpcError::internal())
                     }
                 },
-                None => Err(RpcError::method_not_found(other)),
+                None if self.wire.method_not_found_names_method => Err(RpcError::method_not_found(other)),
+                None => Err(RpcError::new(ErrorCode::MethodNotFound, "Method not found")),
             },
         }
     }
@@ -210,7 +307,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
         let params = params_value(params);
         let requested = params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
         let mut result = Map::new();
-        result.insert("protocolVersion".into(), self.service.protocol_version(requested).into());
+        result.insert("protocolVersion".into(), self.wire.protocol_version(requested).into());
         result.insert("capabilities".into(), self.service.capabilities());
         result.insert("serverInfo".into(), json!({"name": self.info.name, "version": self.info.version}));
         if let Some(instructions) = self.service.instructions() {
@@ -270,14 +367,15 @@ impl<S: McpService + ?Sized> McpServer<S> {
         if registration.as_ref().is_some_and(Registration::is_cancelled) {
             return Ok(ToolResult::error(CANCELLED));
         }
-        let progress = match (&ctx.sink, meta.as_ref().and_then(|m| m.get("progressToken"))) {
-            (Some(sink), Some(token)) if token.is_string() || token.is_number() => {
-                Some(Progress::new(token.clone(), sink.clone()))
-            }
+        // Progress belongs to a request: a `tools/call` notification gets no answer, so there
+        // is nothing for progress to keep alive.
+        let progress = match (id, &ctx.sink, meta.as_ref().and_then(progress_token)) {
+            (Some(_), Some(sink), Some(token)) => Some(Progress::new(token.clone(), sink.clone())),
             _ => None,
         };
+        let started = Instant::now();
         let tool_cancel = CancellationToken::new();
-        let call_ctx = CallContext { cancel: tool_cancel.clone(), progress, meta };
+        let call_ctx = CallContext { cancel: tool_cancel.clone(), progress: progress.clone(), meta };
         let mut call = AssertUnwindSafe(self.service.call_tool(&name, arguments, call_ctx)).catch_unwind();
         let caller_cancel = registration.as_ref().map(|r| r.token().clone()).unwrap_or_default();
 
@@ -286,7 +384,13 @@ impl<S: McpService + ?Sized> McpServer<S> {
             outcome = &mut call => Some(outcome),
             _ = caller_cancel.cancelled() => None,
             _ = ctx.transport_cancel.cancelled() => None,
+            never = heartbeat(progress.as_ref(), started) => match never {},
         };
+        // The answer is decided: no progress may follow it, from the heartbeat (stopped with the
+        // select) or from anything the tool left holding a clone.
+        if let Some(progress) = &progress {
+            progress.close();
+        }
         let outcome = match finished {
             Some(outcome) => outcome,
             None => {
@@ -321,10 +425,53 @@ impl<S: McpService + ?Sized> McpServer<S> {
     }
 }
 
+/// The `_meta.progressToken` the client sent, if it is one MCP allows (a string or a number).
+fn progress_token(meta: &Value) -> Option<&Value> {
+    meta.get("progressToken").filter(|token| token.is_string() || token.is_number())
+}
+
+/// Keeps a progress-awaiting client waiting while a tool runs: sends progress whenever nothing
+/// was sent for [`PROGRESS_INTERVAL`] (the tool's own reports count), with strictly increasing
+/// values and a message saying how long the call has run. Never returns; the caller drops it
+/// when the call ends. Without progress it does nothing.
+async fn heartbeat(progress: Option<&Progress>, started: Instant) -> Infallible {
+    let Some(progress) = progress else { return std::future::pending().await };
+    let mut due = started + PROGRESS_INTERVAL;
+    loop {
+        tokio::time::sleep_until(due).await;
+        due =
+            progress.heartbeat_if_quiet(PROGRESS_INTERVAL, || format!("running for {} s", started.elapsed().as_secs()));
+    }
+}
+
 /// The `tools/list` result.
 #[derive(serde::Serialize)]
-struct ToolsList {
-    tools: Vec<Tool>,
+struct ToolsList<'a> {
+    tools: Vec<ListedTool<'a>>,
+}
+
+/// One `tools/list` entry: the tool, plus the `execution` object some wire styles add.
+#[derive(serde::Serialize)]
+struct ListedTool<'a> {
+    #[serde(flatten)]
+    tool: &'a Tool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<ToolExecution>,
+}
+
+#[derive(Clone, Copy, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolExecution {
+    task_support: &'static str,
+}
+
+/// A successful tool result in the styles that leave `isError` out when it is false.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SuccessWithoutFlag<'a> {
+    content: &'a [crate::types::Content],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a Value>,
 }
 
 /// Serialises a result for embedding in its response frame.

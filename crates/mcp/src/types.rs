@@ -1,13 +1,15 @@
 //! MCP message bodies we produce: tool descriptors, tool results, content blocks, and the
-//! per-call context handed to a tool (cancellation, progress).
+//! per-call context handed to a tool (cancellation, progress with its monotonic value rule).
 //!
 //! Hand-written rather than taken from an SDK so the wire stays exactly what the spec pins
 //! (protocol 2024-11-05 shapes, `isError` always present, no newer-spec fields).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Behaviour hints a client may show to a user or use to decide on confirmation. All four are
@@ -119,19 +121,76 @@ pub trait FrameSink: Send + Sync {
 
 /// Reports `notifications/progress` for one call, only when the client asked with a
 /// `progressToken`.
+///
+/// Two sources share one `Progress`: the tool (through [`CallContext::progress`]) and the
+/// dispatcher's heartbeat, which speaks whenever the tool has been quiet for a while so that
+/// clients which reset their request timeout on progress keep waiting. MCP requires `progress`
+/// to increase with every notification, so all clones share one state and a value that is not
+/// above the last one sent, from either source, is dropped rather than sent. Once the call's
+/// answer is decided the dispatcher closes it: nothing follows the response.
 #[derive(Clone)]
 pub struct Progress {
     token: Value,
     sink: Arc<dyn FrameSink>,
+    state: Arc<Mutex<ProgressState>>,
+}
+
+struct ProgressState {
+    /// The last `progress` value sent; every later one must be greater.
+    last_value: Option<f64>,
+    /// When the last notification went out, or when the call started: the heartbeat measures
+    /// the tool's silence from here.
+    last_sent_at: Instant,
+    /// The call's answer is decided; progress after it would arrive after the response.
+    closed: bool,
 }
 
 impl Progress {
     pub fn new(token: Value, sink: Arc<dyn FrameSink>) -> Self {
-        Progress { token, sink }
+        let state = ProgressState { last_value: None, last_sent_at: Instant::now(), closed: false };
+        Progress { token, sink, state: Arc::new(Mutex::new(state)) }
     }
 
-    /// Sends one progress notification; `progress` must increase between calls (MCP rule).
-    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+    /// The client's `progressToken`, echoed in every notification.
+    pub fn token(&self) -> &Value {
+        &self.token
+    }
+
+    /// Sends one progress notification. Returns false if it was not sent: `progress` is not a
+    /// finite number above the last value sent (by the tool or the heartbeat), the call has
+    /// already been answered, or the client is not reading (progress is advisory).
+    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let mut state = self.lock();
+        if state.closed || !progress.is_finite() || state.last_value.is_some_and(|last| progress <= last) {
+            tracing::debug!(progress, last = ?state.last_value, "progress not sent: not above the last value or call over");
+            return false;
+        }
+        self.send(&mut state, progress, total, message)
+    }
+
+    /// The heartbeat: if nothing was sent for `quiet`, sends the next whole number above the last
+    /// value with `message()`. Returns when the next heartbeat is due.
+    pub(crate) fn heartbeat_if_quiet(&self, quiet: Duration, message: impl FnOnce() -> String) -> Instant {
+        let mut state = self.lock();
+        let now = Instant::now();
+        let due = state.last_sent_at + quiet;
+        if state.closed || now < due {
+            return due;
+        }
+        let next = state.last_value.map_or(1.0, |last| last.floor() + 1.0);
+        self.send(&mut state, next, None, Some(&message()));
+        now + quiet
+    }
+
+    /// Ends reporting: the call's answer is about to be sent.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+    }
+
+    /// Sends under the state lock, so that two sources can never put values on the wire out of
+    /// order. The value counts as used even if the frame is dropped: the next one must still be
+    /// above anything the client may have seen.
+    fn send(&self, state: &mut ProgressState, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
         let mut params = Map::new();
         params.insert("progressToken".into(), self.token.clone());
         params.insert("progress".into(), json!(progress));
@@ -141,10 +200,19 @@ impl Progress {
         if let Some(message) = message {
             params.insert("message".into(), json!(message));
         }
+        state.last_value = Some(progress);
+        state.last_sent_at = Instant::now();
         let frame = crate::jsonrpc::notification_frame("notifications/progress", &Value::Object(params));
-        if !self.sink.try_send(frame) {
+        let sent = self.sink.try_send(frame);
+        if !sent {
             tracing::debug!("progress notification dropped: client is not reading");
         }
+        sent
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ProgressState> {
+        // The state is three plain fields, consistent after any panic; keep reporting.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -154,7 +222,9 @@ pub struct CallContext {
     /// Fires when the client cancels the call, or the transport gives up on it (deadline,
     /// shutdown). The tool must stop its work (kill processes, release waits) and return.
     pub cancel: CancellationToken,
-    /// Present when the client sent `_meta.progressToken` and the transport can stream.
+    /// Present when the client sent `_meta.progressToken` and the transport can stream. The
+    /// dispatcher already keeps the client waiting with a heartbeat while the call runs; a tool
+    /// reports here only when it has real progress to tell (bytes done, step n of m).
     pub progress: Option<Progress>,
     /// The request's `params._meta`, for extensions.
     pub meta: Option<Value>,
@@ -182,6 +252,44 @@ mod tests {
             serde_json::to_value(image).unwrap(),
             json!({"type": "image", "data": "AA==", "mimeType": "image/png"})
         );
+    }
+
+    struct Recorded(Mutex<Vec<Value>>);
+
+    impl FrameSink for Recorded {
+        fn try_send(&self, frame: String) -> bool {
+            self.0.lock().unwrap().push(serde_json::from_str(&frame).unwrap());
+            true
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_values_only_ever_increase_and_stop_at_close() {
+        let sink = Arc::new(Recorded(Mutex::new(Vec::new())));
+        let progress = Progress::new(json!("t"), sink.clone());
+        assert!(progress.report(0.5, Some(1.0), None));
+        assert!(!progress.report(0.5, Some(1.0), None), "equal to the last value");
+        assert!(!progress.report(0.25, None, None), "below the last value");
+        assert!(!progress.report(f64::NAN, None, None) && !progress.report(f64::INFINITY, None, None));
+        // The heartbeat waits for silence, then takes the next whole number above the last value.
+        let quiet = Duration::from_secs(5);
+        let due = progress.heartbeat_if_quiet(quiet, || "never sent".into());
+        assert_eq!(due, Instant::now() + quiet, "not quiet yet: nothing sent, due a full interval after the report");
+        tokio::time::advance(quiet).await;
+        progress.heartbeat_if_quiet(quiet, || "beat".into());
+        assert!(progress.report(1.5, None, None));
+        progress.close();
+        assert!(!progress.report(2.0, None, None), "nothing after close");
+        tokio::time::advance(quiet).await;
+        progress.heartbeat_if_quiet(quiet, || "after close".into());
+        let sent: Vec<(f64, Value)> = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|frame| (frame["params"]["progress"].as_f64().unwrap(), frame["params"]["message"].clone()))
+            .collect();
+        assert_eq!(sent, [(0.5, Value::Null), (1.0, json!("beat")), (1.5, Value::Null)]);
     }
 
     #[test]

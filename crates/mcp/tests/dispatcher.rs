@@ -1,11 +1,13 @@
 //! The dispatcher's protocol rules, driven with a fake service and no transport: the
-//! conformance checklist of the upstream bridge tests (reference windows-node-mcp.md §7.1)
-//! plus the cancellation races of §7.4 as seen through whole messages.
+//! conformance checklist of the upstream bridge tests (reference windows-node-mcp.md §7.1),
+//! the cancellation races of §7.4 as seen through whole messages, and the progress heartbeat
+//! of long calls (issue 5) under a paused clock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use clawmcp_mcp::server::PROGRESS_INTERVAL;
 use clawmcp_mcp::{
     CallContext, DuplicatePolicy, FrameSink, McpServer, McpService, RequestContext, RpcError, ServerInfo, Tool,
     ToolAnnotations, ToolResult, permissive_schema,
@@ -14,6 +16,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A service whose tools exercise every dispatcher path.
@@ -25,6 +28,10 @@ struct Fake {
     started: Notify,
     /// Set when a `wait` call saw its cancel token fire (its "work" stopped).
     stopped: AtomicUsize,
+    /// What each `report_steps` report returned (sent or refused), in order.
+    step_outcomes: Mutex<Vec<bool>>,
+    /// Whether `leak_progress`'s left-behind report was sent, once it has run.
+    late_report: Arc<Mutex<Option<bool>>>,
 }
 
 impl Fake {
@@ -74,6 +81,38 @@ impl McpService for Fake {
                         progress.report(2.0, Some(2.0), None);
                     }
                     ToolResult::text("done")
+                }
+                "sleep" => {
+                    // A quiet long call (a wait, a child process): reports nothing itself.
+                    let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    ToolResult::text("slept")
+                }
+                "report_steps" => {
+                    // `steps`: [[at_ms, value], ...] reported at those offsets from the start;
+                    // then runs until `end_ms`.
+                    let start = Instant::now();
+                    let steps = args.get("steps").and_then(Value::as_array).cloned().unwrap_or_default();
+                    for step in steps {
+                        let (at, value) = (step[0].as_u64().unwrap(), step[1].as_f64().unwrap());
+                        tokio::time::sleep_until(start + Duration::from_millis(at)).await;
+                        let sent = ctx.progress.as_ref().is_some_and(|p| p.report(value, None, Some("step")));
+                        self.step_outcomes.lock().unwrap().push(sent);
+                    }
+                    let end = args.get("end_ms").and_then(Value::as_u64).unwrap_or(0);
+                    tokio::time::sleep_until(start + Duration::from_millis(end)).await;
+                    ToolResult::text("stepped")
+                }
+                "leak_progress" => {
+                    // A tool that leaves a task behind holding its progress handle: whatever
+                    // that task reports after the answer must not reach the client.
+                    let progress = ctx.progress.clone().expect("called with a progress token");
+                    let outcome = self.late_report.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        *outcome.lock().unwrap() = Some(progress.report(100.0, None, Some("late")));
+                    });
+                    ToolResult::text("returned")
                 }
                 other => ToolResult::error(format!("Unknown tool: {other}")),
             }
@@ -411,32 +450,257 @@ async fn transport_deadline_is_reported_as_timed_out() {
     }
 }
 
-struct Collect(Mutex<Vec<String>>);
+/// A sink that records every frame with the (paused) time it was sent.
+#[derive(Default)]
+struct Collect(Mutex<Vec<(Instant, String)>>);
 
 impl FrameSink for Collect {
     fn try_send(&self, frame: String) -> bool {
-        self.0.lock().unwrap().push(frame);
+        self.0.lock().unwrap().push((Instant::now(), frame));
         true
     }
+}
+
+impl Collect {
+    fn frames(&self) -> Vec<Value> {
+        self.0.lock().unwrap().iter().map(|(_, f)| serde_json::from_str(f).unwrap()).collect()
+    }
+
+    /// `(offset from start, progress, message)` of every progress notification.
+    fn progress_since(&self, start: Instant) -> Vec<(Duration, f64, String)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(at, frame)| {
+                let frame: Value = serde_json::from_str(frame).unwrap();
+                assert_eq!(frame["method"], "notifications/progress", "{frame}");
+                let params = &frame["params"];
+                (*at - start, params["progress"].as_f64().unwrap(), params["message"].as_str().unwrap().to_owned())
+            })
+            .collect()
+    }
+
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+/// A context whose transport carries notifications into `sink`.
+fn streaming_ctx(sink: &Arc<Collect>) -> RequestContext {
+    let mut context = ctx();
+    context.sink = Some(sink.clone());
+    context
+}
+
+/// A `tools/call` request carrying `_meta.progressToken`.
+fn call_with_token(id: Value, name: &str, arguments: Value, token: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": token}}})
+    .to_string()
+}
+
+async fn handle_streaming(server: &McpServer<Fake>, sink: &Arc<Collect>, body: String) -> Value {
+    serde_json::from_str(&server.handle(body.as_bytes(), streaming_ctx(sink)).await.unwrap()).unwrap()
+}
+
+fn millis(ms: u64) -> Duration {
+    Duration::from_millis(ms)
 }
 
 #[tokio::test]
 async fn progress_is_sent_only_for_requests_with_a_progress_token() {
     let server = server(Fake::with_tools(&["progress"]));
-    let sink = Arc::new(Collect(Mutex::new(Vec::new())));
-    let mut context = ctx();
-    context.sink = Some(sink.clone());
+    let sink = Arc::new(Collect::default());
 
     let without = tool_call(json!(1), "progress", json!({})).to_string();
-    server.handle(without.as_bytes(), context.clone()).await.unwrap();
-    assert!(sink.0.lock().unwrap().is_empty(), "no token, no progress");
+    server.handle(without.as_bytes(), streaming_ctx(&sink)).await.unwrap();
+    assert_eq!(sink.len(), 0, "no token, no progress");
 
-    let with = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
-        "params":{"name":"progress","arguments":{},"_meta":{"progressToken":"tok-1"}}})
-    .to_string();
-    server.handle(with.as_bytes(), context).await.unwrap();
-    let frames: Vec<Value> = sink.0.lock().unwrap().iter().map(|f| serde_json::from_str(f).unwrap()).collect();
+    handle_streaming(&server, &sink, call_with_token(json!(2), "progress", json!({}), json!("tok-1"))).await;
+    let frames = sink.frames();
     assert_eq!(frames.len(), 2);
     assert_eq!(frames[0]["method"], "notifications/progress");
     assert_eq!(frames[0]["params"], json!({"progressToken":"tok-1","progress":1.0,"total":2.0,"message":"half"}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_quiet_long_call_gets_a_heartbeat_every_interval() {
+    let server = server(Fake::with_tools(&["sleep"]));
+    let sink = Arc::new(Collect::default());
+    let interval = PROGRESS_INTERVAL.as_millis() as u64;
+    let start = Instant::now();
+    let body = call_with_token(json!(1), "sleep", json!({"ms": 3 * interval + 1}), json!(77));
+    let response = handle_streaming(&server, &sink, body).await;
+    assert_eq!(text_of(&response), "slept");
+    let secs = PROGRESS_INTERVAL.as_secs();
+    assert_eq!(
+        sink.progress_since(start),
+        [1, 2, 3].map(|n| (PROGRESS_INTERVAL * n, f64::from(n), format!("running for {} s", secs * u64::from(n)))),
+        "one heartbeat per quiet interval, values 1, 2, 3"
+    );
+    assert!(sink.frames().iter().all(|f| f["params"]["progressToken"] == 77), "the client's own token, as sent");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_of_exactly_one_interval_gets_no_heartbeat_and_one_ms_longer_gets_one() {
+    let server = server(Fake::with_tools(&["sleep"]));
+    let interval = PROGRESS_INTERVAL.as_millis() as u64;
+    for (ms, expected) in [(interval, 0), (interval + 1, 1)] {
+        let sink = Arc::new(Collect::default());
+        let body = call_with_token(json!(1), "sleep", json!({"ms": ms}), json!("t"));
+        handle_streaming(&server, &sink, body).await;
+        assert_eq!(sink.len(), expected, "a call of {ms} ms");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_token_means_no_heartbeat_however_long_the_call() {
+    let server = server(Fake::with_tools(&["sleep"]));
+    let sink = Arc::new(Collect::default());
+    let long = json!({"ms": 10 * PROGRESS_INTERVAL.as_millis() as u64});
+    let response = handle_streaming(&server, &sink, tool_call(json!(1), "sleep", long.clone()).to_string()).await;
+    assert_eq!(text_of(&response), "slept");
+    // A token MCP does not allow (an object, null) is no token either.
+    for token in [json!({"x": 1}), Value::Null] {
+        handle_streaming(&server, &sink, call_with_token(json!(2), "sleep", long.clone(), token)).await;
+    }
+    // A tools/call notification runs but is never answered: no progress for it either.
+    let notification = json!({"jsonrpc": "2.0", "method": "tools/call",
+        "params": {"name": "sleep", "arguments": long, "_meta": {"progressToken": "t"}}});
+    assert_eq!(server.handle(notification.to_string().as_bytes(), streaming_ctx(&sink)).await, None);
+    assert_eq!(sink.len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn tool_reports_and_heartbeats_share_one_increasing_sequence() {
+    let fake = Fake::with_tools(&["report_steps"]);
+    let server = server(fake.clone());
+    let sink = Arc::new(Collect::default());
+    let interval = PROGRESS_INTERVAL.as_millis() as u64;
+    // The tool reports 0.5 at 1 s, stays quiet past one interval (heartbeat: 1), then reports
+    // 1.0 (not above 1: refused) and 2.5 (sent), then stays quiet again until the end.
+    let steps = json!([[1000, 0.5], [interval + 2000, 1.0], [interval + 3000, 2.5]]);
+    let end = 2 * interval + 3001;
+    let start = Instant::now();
+    let body = call_with_token(json!(1), "report_steps", json!({"steps": steps, "end_ms": end}), json!("t"));
+    assert_eq!(text_of(&handle_streaming(&server, &sink, body).await), "stepped");
+
+    let heartbeat = |at: u64, value: f64| (millis(at), value, format!("running for {} s", at / 1000));
+    assert_eq!(
+        sink.progress_since(start),
+        [
+            (millis(1000), 0.5, "step".to_owned()),
+            // Measured from the tool's last report, not from the start.
+            heartbeat(interval + 1000, 1.0),
+            (millis(interval + 3000), 2.5, "step".to_owned()),
+            heartbeat(2 * interval + 3000, 3.0),
+        ]
+    );
+    assert_eq!(*fake.step_outcomes.lock().unwrap(), [true, false, true], "the report not above 1 was refused");
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_is_sent_after_the_answer() {
+    let fake = Fake::with_tools(&["leak_progress", "sleep"]);
+    let server = server(fake.clone());
+    let sink = Arc::new(Collect::default());
+    let response =
+        handle_streaming(&server, &sink, call_with_token(json!(1), "leak_progress", json!({}), json!("t"))).await;
+    assert_eq!(text_of(&response), "returned");
+    tokio::time::sleep(3 * PROGRESS_INTERVAL).await;
+    assert_eq!(*fake.late_report.lock().unwrap(), Some(false), "the left-behind report ran and was refused");
+    assert_eq!(sink.len(), 0, "neither the tool's late report nor a heartbeat followed the answer");
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_stops_the_heartbeat() {
+    let fake = Fake::with_tools(&["wait"]);
+    let server = server(fake.clone());
+    let sink = Arc::new(Collect::default());
+    let started = fake.started.notified();
+    let pending = {
+        let (server, sink) = (server.clone(), sink.clone());
+        tokio::spawn(async move {
+            handle_streaming(&server, &sink, call_with_token(json!(5), "wait", json!({}), json!("t"))).await
+        })
+    };
+    started.await;
+    tokio::time::sleep(2 * PROGRESS_INTERVAL + millis(1)).await;
+    assert_eq!(sink.len(), 2, "two heartbeats while it ran");
+    cancel(&server, "5").await;
+    assert_eq!(text_of(&pending.await.unwrap()), "cancelled");
+    tokio::time::sleep(3 * PROGRESS_INTERVAL).await;
+    assert_eq!(sink.len(), 2, "no heartbeat once the call was cancelled");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transport_without_a_sink_gets_no_progress_and_the_call_still_completes() {
+    let server = server(Fake::with_tools(&["sleep"]));
+    let body = call_with_token(json!(1), "sleep", json!({"ms": 3 * PROGRESS_INTERVAL.as_millis() as u64}), json!("t"));
+    let frame = server.handle(body.as_bytes(), ctx()).await.unwrap();
+    assert_eq!(text_of(&serde_json::from_str(&frame).unwrap()), "slept");
+}
+
+#[tokio::test]
+async fn wants_progress_matches_the_dispatcher_rule() {
+    use clawmcp_mcp::jsonrpc;
+    let cases = [
+        (call_with_token(json!(1), "x", json!({"big": "a"}), json!("tok")), true),
+        (call_with_token(json!(1), "x", json!({}), json!(7)), true),
+        (call_with_token(json!(1), "x", json!({}), json!(null)), false),
+        (call_with_token(json!(1), "x", json!({}), json!([1])), false),
+        (tool_call(json!(1), "x", json!({})).to_string(), false),
+        // A notification gets no answer, so there is nothing to stream progress in front of.
+        (
+            json!({"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}})
+                .to_string(),
+            false,
+        ),
+        (json!({"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"progressToken":"t"}}}).to_string(), false),
+        (json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}).to_string(), false),
+    ];
+    for (body, expected) in cases {
+        let message = jsonrpc::parse(body.as_bytes()).unwrap();
+        assert_eq!(McpServer::<Fake>::wants_progress(&message), expected, "{body}");
+    }
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_wire_style_matches_that_sdk() {
+    let server = Arc::new(
+        McpServer::new(
+            ServerInfo { name: "s".into(), version: "1".into() },
+            Fake::with_tools(&["echo", "fail"]),
+            DuplicatePolicy::Allow,
+        )
+        .with_wire(clawmcp_mcp::WireStyle::TYPESCRIPT_SDK),
+    );
+    let init =
+        |version: &str| json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":version}});
+    assert_eq!(call(&server, init("2025-06-18")).await["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(call(&server, init("2024-11-05")).await["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(call(&server, init("1999-01-01")).await["result"]["protocolVersion"], "2025-11-25");
+    let unknown = call(&server, json!({"jsonrpc":"2.0","id":2,"method":"nonsense"})).await;
+    assert_eq!(unknown["error"], json!({"code": -32601, "message": "Method not found"}));
+    let listed = call(&server, json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await;
+    let first = listed["result"]["tools"][0].as_object().unwrap().clone();
+    let keys: Vec<&str> = first.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["name", "description", "inputSchema", "annotations", "execution"]);
+    assert_eq!(first["execution"], json!({"taskSupport": "forbidden"}));
+    let ok = call(&server, tool_call(json!(4), "echo", json!({}))).await;
+    assert!(ok["result"].get("isError").is_none(), "success leaves isError out: {ok}");
+    let failed = call(&server, tool_call(json!(5), "fail", json!({}))).await;
+    assert_eq!(failed["result"]["isError"], true);
+}
+
+#[tokio::test]
+async fn the_tray_wire_style_is_the_default() {
+    let server = server(Fake::with_tools(&["echo"]));
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}});
+    assert_eq!(call(&server, init).await["result"]["protocolVersion"], "2024-11-05");
+    let ok = call(&server, tool_call(json!(2), "echo", json!({}))).await;
+    assert_eq!(ok["result"]["isError"], false);
+    let listed = call(&server, json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await;
+    assert!(listed["result"]["tools"][0].get("execution").is_none());
 }

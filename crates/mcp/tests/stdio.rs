@@ -1,8 +1,9 @@
 //! The newline-delimited transport over in-memory pipes: framing, probes, concurrency,
-//! cancellation, oversize lines, EOF.
+//! cancellation, oversize lines, EOF, and progress heartbeats on the session's own output.
 
 use std::sync::Arc;
 
+use clawmcp_mcp::server::PROGRESS_INTERVAL;
 use clawmcp_mcp::stdio::{self, SessionEnd};
 use clawmcp_mcp::{CallContext, DuplicatePolicy, McpServer, McpService, ServerInfo, Tool, ToolResult};
 use futures_util::FutureExt;
@@ -18,17 +19,17 @@ impl McpService for Service {
         Vec::new()
     }
 
-    fn call_tool<'a>(
-        &'a self,
-        name: &'a str,
-        _args: Map<String, Value>,
-        ctx: CallContext,
-    ) -> BoxFuture<'a, ToolResult> {
+    fn call_tool<'a>(&'a self, name: &'a str, args: Map<String, Value>, ctx: CallContext) -> BoxFuture<'a, ToolResult> {
         async move {
             match name {
                 "wait" => {
                     ctx.cancel.cancelled().await;
                     ToolResult::text("stopped")
+                }
+                "sleep" => {
+                    let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    ToolResult::text("slept")
                 }
                 _ => ToolResult::text("quick"),
             }
@@ -162,4 +163,38 @@ async fn an_overlong_line_is_refused_without_ending_the_session() {
     assert!(error["error"]["message"].as_str().unwrap().contains("longer than"));
     assert_eq!(next().await["id"], 2);
     drop(writer.await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_call_with_a_progress_token_gets_heartbeats_before_its_answer() {
+    let mut s = start();
+    let ms = 2 * PROGRESS_INTERVAL.as_millis() as u64 + 1;
+    s.send(
+        &json!({"jsonrpc":"2.0","id":"long","method":"tools/call",
+        "params":{"name":"sleep","arguments":{"ms": ms},"_meta":{"progressToken":"p-1"}}})
+        .to_string(),
+    )
+    .await;
+    for expected in [1.0, 2.0] {
+        let frame = s.recv().await;
+        assert_eq!(frame["method"], "notifications/progress", "{frame}");
+        assert_eq!(
+            (frame["params"]["progressToken"].clone(), frame["params"]["progress"].as_f64()),
+            (json!("p-1"), Some(expected))
+        );
+    }
+    let answer = s.recv().await;
+    assert_eq!((answer["id"].clone(), answer["result"]["content"][0]["text"].clone()), (json!("long"), json!("slept")));
+
+    // The same call without a token: the answer is the only frame.
+    s.send(
+        &json!({"jsonrpc":"2.0","id":"plain","method":"tools/call",
+        "params":{"name":"sleep","arguments":{"ms": ms}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(s.recv().await["id"], "plain", "no progress frame came before the answer");
+    s.close_input();
+    assert!(matches!(s.done.await.unwrap(), SessionEnd::InputClosed));
+    assert!(s.output.next_line().await.unwrap().is_none(), "and none after it");
 }

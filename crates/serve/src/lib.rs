@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use clawmcp_gateway::{BackoffPolicy, DeviceIdentity, GatewayTarget};
 use clawmcp_mcp::stdio::{self, SessionEnd};
-use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo};
+use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, WireStyle};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -158,7 +158,9 @@ where
     bridge.start(client_options, options.connect_retry);
     let service = Arc::new(service::ServeService::new(bridge.clone()));
     let info = ServerInfo { name: SERVER_NAME.to_owned(), version: server_version() };
-    let server = Arc::new(McpServer::new(info, service.clone(), DuplicatePolicy::Reject));
+    // The real bridge runs on the TypeScript MCP SDK: answer with its wire conventions.
+    let server =
+        Arc::new(McpServer::new(info, service.clone(), DuplicatePolicy::Reject).with_wire(WireStyle::TYPESCRIPT_SDK));
 
     let stop = shutdown.child_token();
     let input_ended = CancellationToken::new();

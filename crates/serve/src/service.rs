@@ -46,9 +46,6 @@ impl ServeService {
     }
 }
 
-/// Protocol versions the upstream bridge's SDK accepts, newest first.
-const SDK_PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
-
 impl McpService for ServeService {
     fn list_tools(&self) -> Vec<Tool> {
         self.tools.clone()
@@ -76,15 +73,6 @@ impl McpService for ServeService {
         }
         capabilities.insert("tools".into(), json!({"listChanged": true}));
         Value::Object(capabilities)
-    }
-
-    /// The real bridge runs on the TypeScript MCP SDK (1.30), which echoes a version it supports
-    /// and otherwise answers its newest; clients see the same negotiation from us.
-    fn protocol_version(&self, requested: Option<&str>) -> String {
-        match requested {
-            Some(version) if SDK_PROTOCOL_VERSIONS.contains(&version) => version.to_string(),
-            _ => SDK_PROTOCOL_VERSIONS[0].to_string(),
-        }
     }
 
     fn notification(&self, method: &str, params: Option<Value>) {

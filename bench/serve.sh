@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Benchmark `clawmcp serve` against the real `openclaw mcp serve` (npm), both against the
+# same real OpenClaw gateway on 127.0.0.1, side by side in one run, and print the ratios:
+# spawn -> initialize and spawn -> first conversations_list (median of --runs), VmRSS of
+# each bridge's process tree after --events live events, CPU to ingest them, and tools/call
+# p50/p99 over --calls calls. A script that reports numbers, not a test: nothing here
+# asserts a threshold (targets: >= 50x faster to initialize, >= 20x less memory).
+#
+# Usage: bench/serve.sh [--runs N] [--events N] [--calls N] [--write-results]
+#   --runs           fresh spawns per bridge for the start-up medians (default 10, max 50)
+#   --events         live events to queue before reading memory (default 1000, max 1000 =
+#                    the bridges' queue bound)
+#   --calls          tools/call per tool per bridge for the latency percentiles (default 500)
+#   --write-results  write bench/SERVE_RESULTS.md from this run
+# Environment: CLAWMCP_BENCH_BIN (prebuilt release clawmcp; default: cargo build --release),
+#   CARGO_TARGET_DIR, CLAWMCP_E2E_CACHE / CLAWMCP_GW_PREFIX (where e2e/gateway/install.sh
+#   puts OpenClaw).
+# Everything binds to 127.0.0.1; the gateway and every bridge are stopped by PID. Load is
+# bounded: --events injections over one connection (8 in flight), --calls sequential calls.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+GW="$ROOT/e2e/gateway"
+E2E_LOG_TAG=serve-bench
+# shellcheck source-path=SCRIPTDIR source=../e2e/lib/common.sh
+source "$ROOT/e2e/lib/common.sh"
+
+RUNS=10 EVENTS=1000 CALLS=500 WRITE_RESULTS=0
+COMMAND_LINE="bench/serve.sh $*"
+while (($#)); do
+  case "$1" in
+    --runs | --events | --calls)
+      [[ "${2:-}" =~ ^[0-9]+$ ]] || e2e_die "$1 needs a number"
+      case "$1" in
+        --runs) RUNS="$2" ;;
+        --events) EVENTS="$2" ;;
+        --calls) CALLS="$2" ;;
+      esac
+      shift 2
+      ;;
+    --write-results)
+      WRITE_RESULTS=1
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,21p' "$0"
+      exit 0
+      ;;
+    *) e2e_die "unknown argument: $1 (see --help)" ;;
+  esac
+done
+for tool in curl python3 timeout npm; do
+  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found"
+done
+
+# Binary (release: the benchmark measures what users run) ------------------------------------------
+if [[ -z "${CLAWMCP_BENCH_BIN:-}" ]]; then
+  e2e_log "building clawmcp (release)"
+  (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "release build failed"
+fi
+BIN="${CLAWMCP_BENCH_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
+[[ -x "$BIN" ]] || e2e_die "missing binary: $BIN"
+BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+
+bash "$GW/install.sh" >/dev/null || e2e_die "installing openclaw failed (see the [gateway-install] lines above)"
+
+TMP="$(mktemp -d /tmp/clawmcp-serve-bench.XXXXXX)"
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+cleanup() {
+  local rc=$?
+  [[ -f "$TMP/gateway/gateway.pid" ]] && { bash "$GW/stop.sh" "$TMP/gateway" || rc=1; }
+  if ((rc)); then e2e_log "kept $TMP (gateway log, bridge stderr)"; else rm -rf -- "$TMP"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+bash "$GW/start.sh" --seed --root "$TMP/gateway" >/dev/null || e2e_die "the gateway did not start (reason above)"
+
+bench_args=(--gateway-env "$TMP/gateway/gateway.env" --clawmcp-bin "$BIN" --workdir "$TMP"
+  --runs "$RUNS" --events "$EVENTS" --calls "$CALLS")
+((WRITE_RESULTS)) && bench_args+=(--results "$HERE/SERVE_RESULTS.md" --command "$COMMAND_LINE")
+# Bounded: ~(runs x 2 spawns) + the event load + the calls; 1 h is far beyond a healthy run.
+timeout 3600 python3 "$HERE/serve_bench.py" "${bench_args[@]}"

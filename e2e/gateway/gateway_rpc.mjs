@@ -1,0 +1,151 @@
+// Call one gateway RPC method, once or N times over ONE WebSocket connection.
+//
+// Why not `openclaw gateway call`: every CLI invocation boots the whole OpenClaw CLI (3-10 s
+// on this class of machine), which makes "inject 1,000 events" impossible and slows the
+// compatibility suite to a crawl. This speaks the gateway protocol directly, as the loopback
+// device-less operator the reference documents (reference/gateway-protocol.md 1.5-1.7):
+// client {id:"cli", mode:"cli"}, shared token, scopes ["operator.admin"] (chat.inject needs
+// admin), no device, no Origin header. The `ws` package comes from the openclaw install, so
+// nothing else is downloaded.
+//
+// Usage:
+//   node gateway_rpc.mjs --openclaw-pkg DIR --url ws://127.0.0.1:PORT --token-file FILE
+//        [--count N] [--in-flight K] [--timeout-ms MS] METHOD [PARAMS_JSON]
+// In PARAMS_JSON every "{i}" is replaced by the call index (0..N-1), so repeated calls can
+// carry unique texts / idempotency keys.
+// Output: count 1 -> the response payload as JSON on stdout; count > 1 -> one summary line
+// {"method","count","ok","failed","elapsed_ms","first_error"}. Exit 1 on any failed call,
+// on a handshake failure, or when --timeout-ms (whole run, default 120000) expires.
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { randomUUID } from "node:crypto";
+
+const USAGE =
+  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] METHOD [PARAMS_JSON]";
+const MAX_COUNT = 100000;
+const MAX_IN_FLIGHT = 64;
+
+function fail(message) {
+  console.error(`gateway_rpc: ${message}`);
+  process.exit(1);
+}
+
+function parseArgs(argv) {
+  const opts = { count: 1, inFlight: 1, timeoutMs: 120000, positional: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) fail(`${arg} needs a value\n${USAGE}`);
+      return argv[++i];
+    };
+    if (arg === "--openclaw-pkg") opts.pkg = value();
+    else if (arg === "--url") opts.url = value();
+    else if (arg === "--token-file") opts.tokenFile = value();
+    else if (arg === "--count") opts.count = Number(value());
+    else if (arg === "--in-flight") opts.inFlight = Number(value());
+    else if (arg === "--timeout-ms") opts.timeoutMs = Number(value());
+    else if (arg.startsWith("--")) fail(`unknown option ${arg}\n${USAGE}`);
+    else opts.positional.push(arg);
+  }
+  if (!opts.pkg || !opts.url || !opts.tokenFile || opts.positional.length < 1 || opts.positional.length > 2) fail(USAGE);
+  if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > MAX_COUNT) fail(`--count must be 1..${MAX_COUNT}`);
+  if (!Number.isInteger(opts.inFlight) || opts.inFlight < 1 || opts.inFlight > MAX_IN_FLIGHT)
+    fail(`--in-flight must be 1..${MAX_IN_FLIGHT}`);
+  if (!Number.isInteger(opts.timeoutMs) || opts.timeoutMs < 1) fail("--timeout-ms must be a positive integer");
+  const host = new URL(opts.url).hostname;
+  if (!["127.0.0.1", "localhost", "[::1]", "::1"].includes(host)) fail(`refusing non-loopback gateway URL ${opts.url}`);
+  [opts.method, opts.paramsTemplate] = [opts.positional[0], opts.positional[1] ?? "{}"];
+  try {
+    JSON.parse(opts.paramsTemplate.replaceAll("{i}", "0"));
+  } catch (err) {
+    fail(`PARAMS_JSON is not JSON: ${err.message}`);
+  }
+  return opts;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const WebSocket = createRequire(path.join(path.resolve(opts.pkg), "package.json"))("ws");
+const token = fs.readFileSync(opts.tokenFile, "utf8").trim();
+const version = JSON.parse(fs.readFileSync(path.join(opts.pkg, "package.json"), "utf8")).version;
+
+const deadline = setTimeout(() => fail(`timed out after ${opts.timeoutMs} ms`), opts.timeoutMs);
+const pending = new Map(); // request id -> {resolve}
+const ws = new WebSocket(opts.url, { maxPayload: 26214400 });
+ws.on("error", (err) => fail(`websocket error: ${err.message}`));
+ws.on("close", (code, reason) => {
+  if (pending.size > 0) fail(`gateway closed the socket (${code} ${reason}) with ${pending.size} request(s) pending`);
+});
+
+function request(method, params) {
+  const id = randomUUID();
+  return new Promise((resolve) => {
+    pending.set(id, resolve);
+    ws.send(JSON.stringify({ type: "req", id, method, params }));
+  });
+}
+
+const challenge = new Promise((resolve) => {
+  ws.on("message", (data) => {
+    let frame;
+    try {
+      frame = JSON.parse(data.toString("utf8"));
+    } catch {
+      return;
+    }
+    if (frame.type === "event" && frame.event === "connect.challenge") resolve(frame.payload);
+    else if (frame.type === "res" && pending.has(frame.id)) {
+      const resolveRequest = pending.get(frame.id);
+      pending.delete(frame.id);
+      resolveRequest(frame);
+    }
+  });
+});
+
+await challenge;
+const hello = await request("connect", {
+  minProtocol: 4,
+  maxProtocol: 4,
+  client: { id: "cli", mode: "cli", version, platform: "linux", displayName: "clawmcp e2e rpc" },
+  role: "operator",
+  scopes: ["operator.admin"],
+  auth: { token },
+});
+if (!hello.ok) fail(`connect refused: ${JSON.stringify(hello.error)}`);
+const grantedScopes = hello.payload?.auth?.scopes ?? [];
+if (!grantedScopes.includes("operator.admin"))
+  fail(`connected but without operator.admin (got ${JSON.stringify(grantedScopes)}); is this a loopback token gateway?`);
+
+const started = Date.now();
+let next = 0;
+let ok = 0;
+let failed = 0;
+let firstError = null;
+let lastPayload = null;
+async function worker() {
+  while (next < opts.count) {
+    const index = next++;
+    const params = JSON.parse(opts.paramsTemplate.replaceAll("{i}", String(index)));
+    const res = await request(opts.method, params);
+    if (res.ok) {
+      ok++;
+      lastPayload = res.payload;
+    } else {
+      failed++;
+      firstError ??= res.error;
+    }
+  }
+}
+await Promise.all(Array.from({ length: Math.min(opts.inFlight, opts.count) }, worker));
+clearTimeout(deadline);
+ws.close(1000);
+
+if (opts.count === 1) {
+  if (failed) fail(`${opts.method} failed: ${JSON.stringify(firstError)}`);
+  process.stdout.write(JSON.stringify(lastPayload) + "\n");
+} else {
+  const summary = { method: opts.method, count: opts.count, ok, failed, elapsed_ms: Date.now() - started, first_error: firstError };
+  process.stdout.write(JSON.stringify(summary) + "\n");
+  if (failed) process.exit(1);
+}
+process.exit(0);

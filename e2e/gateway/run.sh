@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `clawmcp serve` compatibility suite against the REAL OpenClaw gateway and the real
+# `openclaw mcp serve`, both from npm, on loopback.
+#
+#   1. unit tests of the comparison rules (test_serve_compat.py)
+#   2. build clawmcp (release), unless CLAWMCP_E2E_BIN names a binary or no candidate is needed
+#   3. install Node 24 + openclaw@2026.9.6 (install.sh; idempotent, cached)
+#   4. start one seeded gateway (start.sh --seed) in a throwaway dir; stopped by PID on exit
+#   5. serve_compat.py: both bridges in lockstep, --claude-channel-mode off then on; a
+#      PASS/FAIL table per step
+# Exits non-zero if anything fails; nothing is skipped.
+#
+# Usage: e2e/gateway/run.sh [--self-check | --reference-only] [--keep]
+#   --self-check      compare the real bridge with a second real bridge instead of clawmcp
+#                     (validates the harness: must pass)
+#   --reference-only  run the real bridge alone (expectations only)
+#   --keep            keep the temp dir (gateway log, per-bridge transcripts and stderr,
+#                     serve-compat.json); it is always kept when the suite fails
+# Environment: CLAWMCP_E2E_BIN (prebuilt clawmcp), CLAWMCP_E2E_CACHE / CLAWMCP_GW_PREFIX
+#   (install dir), CARGO_TARGET_DIR (honoured by the build).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+E2E_LOG_TAG=serve-compat
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$HERE/../lib/common.sh"
+
+CANDIDATE=clawmcp KEEP=0
+for arg in "$@"; do
+  case "$arg" in
+    --self-check) CANDIDATE=openclaw ;;
+    --reference-only) CANDIDATE=none ;;
+    --keep) KEEP=1 ;;
+    -h | --help)
+      sed -n '2,22p' "$0"
+      exit 0
+      ;;
+    *) e2e_die "unknown argument: $arg (see --help)" ;;
+  esac
+done
+for tool in curl python3 timeout npm; do
+  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
+done
+
+# 1. The comparison rules themselves -----------------------------------------------------------
+python3 -m unittest discover -s "$HERE" -p 'test_*.py' >&2 || e2e_die "comparison unit tests failed"
+
+# 2. Binary -----------------------------------------------------------------------------------------
+compat_args=(--candidate "$CANDIDATE")
+if [[ "$CANDIDATE" == clawmcp ]]; then
+  if [[ -n "${CLAWMCP_E2E_BIN:-}" ]]; then
+    BIN="$CLAWMCP_E2E_BIN"
+    e2e_log "using prebuilt binary $BIN"
+  else
+    e2e_log "building clawmcp (release)"
+    (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "cargo build --release failed"
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp"
+  fi
+  [[ -x "$BIN" ]] || e2e_die "binary not found or not executable: $BIN"
+  BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+  compat_args+=(--clawmcp-bin "$BIN")
+fi
+
+# 3. The real gateway and bridge ----------------------------------------------------------------------
+bash "$HERE/install.sh" >/dev/null || e2e_die "installing openclaw failed (see the [gateway-install] lines above)"
+
+# 4. One seeded gateway for the whole suite ----------------------------------------------------------
+TMP="$(mktemp -d /tmp/clawmcp-serve-compat.XXXXXX)"
+GW_ROOT="$TMP/gateway"
+finish() {
+  local rc=$?
+  if [[ -f "$GW_ROOT/gateway.pid" ]] && ! bash "$HERE/stop.sh" "$GW_ROOT"; then
+    e2e_log "the gateway did not stop cleanly"
+    rc=1
+  fi
+  if ((KEEP || rc)); then e2e_log "kept $TMP (gateway log, bridge transcripts)"; else rm -rf -- "$TMP"; fi
+  exit "$rc"
+}
+trap finish EXIT
+bash "$HERE/start.sh" --seed --root "$GW_ROOT" >/dev/null || e2e_die "the gateway did not start (reason above)"
+
+# 5. The suite -------------------------------------------------------------------------------------------
+mkdir -p "$TMP/bridges"
+timeout 900 python3 "$HERE/serve_compat.py" --gateway-env "$GW_ROOT/gateway.env" --artifacts "$TMP/bridges" \
+  "${compat_args[@]}"

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Start the REAL OpenClaw gateway (installed by install.sh) in the background on 127.0.0.1,
+# token auth, in a throwaway state dir, with no model provider, no channels and no plugins.
+#
+# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC]
+#   --port     gateway port (default: a free port; must be free)
+#   --root     harness dir to create (default: mktemp -d /tmp/clawmcp-gateway.XXXXXX); must
+#              not hold a previous run
+#   --seed     seed one routed conversation (agent:main:main, imessage route, 3 transcript
+#              messages, one with an image attachment; see seed.mjs) before the gateway starts
+#   --timeout  seconds to wait for readiness (default 180; the gateway takes 8-20 s)
+# Environment: CLAWMCP_GW_PREFIX / CLAWMCP_E2E_CACHE (where install.sh put OpenClaw).
+#
+# stdout: only KEY=VALUE lines (also written to $ROOT/gateway.env), for `eval` or `source`:
+#   CLAWMCP_GW_PID, CLAWMCP_GW_PID_START, CLAWMCP_GW_PORT, CLAWMCP_GW_URL (ws://127.0.0.1:PORT),
+#   CLAWMCP_GW_HTTP_URL, CLAWMCP_GW_TOKEN_FILE, CLAWMCP_GW_ROOT, CLAWMCP_GW_STATE_DIR,
+#   CLAWMCP_GW_LOG, CLAWMCP_GW_NODE, CLAWMCP_GW_OPENCLAW_PKG, CLAWMCP_GW_OPENCLAW_ENTRY,
+#   CLAWMCP_GW_OPENCLAW_VERSION, CLAWMCP_GW_SEEDED (0|1), CLAWMCP_GW_SEEDED_SESSION_KEY,
+#   CLAWMCP_GW_READY_MS (spawn -> ready).
+# The token is only in the 0600 token file and the 0600 config, never on stdout or argv.
+# Readiness: TCP accept, GET /health -> "live", the "[gateway] ready" log line, and every
+# listening socket of the gateway's process tree on a loopback address.
+# On failure: exits non-zero with the reason and the gateway log tail on stderr, after
+# stopping the gateway it started. Stop a running one with: e2e/gateway/stop.sh "$CLAWMCP_GW_ROOT"
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+E2E_LOG_TAG=gateway-start
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+source "$HERE/../lib/common.sh"
+
+PORT="" ROOT="" SEED=0 TIMEOUT=180
+while (($#)); do
+  case "$1" in
+    --port)
+      PORT="$2"
+      shift 2
+      ;;
+    --root)
+      ROOT="$2"
+      shift 2
+      ;;
+    --seed)
+      SEED=1
+      shift
+      ;;
+    --timeout)
+      TIMEOUT="$2"
+      shift 2
+      ;;
+    -h | --help)
+      sed -n '2,26p' "$0"
+      exit 0
+      ;;
+    *) e2e_die "unknown argument: $1 (see --help)" ;;
+  esac
+done
+[[ -z "$PORT" || "$PORT" =~ ^[0-9]+$ ]] || e2e_die "--port must be a number"
+[[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || e2e_die "--timeout must be a positive number of seconds"
+for tool in curl python3 timeout; do
+  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found"
+done
+
+CACHE="${CLAWMCP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clawmcp-e2e}"
+PREFIX="${CLAWMCP_GW_PREFIX:-$CACHE/gateway}"
+[[ -f "$PREFIX/gateway.env" ]] || e2e_die "$PREFIX/gateway.env missing; run e2e/gateway/install.sh first"
+# shellcheck disable=SC1091
+source "$PREFIX/gateway.env"
+NODE="$CLAWMCP_GW_NODE" ENTRY="$CLAWMCP_GW_OPENCLAW_ENTRY"
+[[ -x "$NODE" && -f "$ENTRY" ]] || e2e_die "node/openclaw missing under $PREFIX; rerun e2e/gateway/install.sh"
+
+port_accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+now_ms() { date +%s%3N; }
+
+[[ -n "$PORT" ]] || PORT="$(e2e_free_port)"
+port_accepts "$PORT" && e2e_die "127.0.0.1:$PORT already accepts connections; pick another --port"
+
+[[ -n "$ROOT" ]] || ROOT="$(mktemp -d /tmp/clawmcp-gateway.XXXXXX)"
+mkdir -p "$ROOT"
+ROOT="$(cd "$ROOT" && pwd)"
+[[ -e "$ROOT/gateway.pid" ]] && e2e_die "$ROOT already holds a harness run (gateway.pid exists)"
+umask 077
+STATE="$ROOT/state" HOME_DIR="$ROOT/home" LOGS="$ROOT/logs"
+CONFIG="$STATE/openclaw.json" TOKEN_FILE="$ROOT/gateway.token" LOG="$LOGS/gateway.log"
+mkdir -p "$STATE" "$HOME_DIR" "$LOGS"
+chmod 700 "$ROOT"
+
+TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s' "$TOKEN" >"$TOKEN_FILE"
+# The gateway reads its token from the config (gateway.auth.token); the file is for clients.
+cat >"$CONFIG" <<JSON
+{
+  "gateway": {
+    "mode": "local",
+    "port": $PORT,
+    "bind": "loopback",
+    "auth": { "mode": "token", "token": "$TOKEN" },
+    "tailscale": { "mode": "off" },
+    "controlUi": { "enabled": false }
+  },
+  "agents": { "defaults": { "heartbeat": { "every": "0m" } } },
+  "plugins": { "enabled": false },
+  "logging": { "file": "$LOGS/openclaw.log" }
+}
+JSON
+unset TOKEN
+
+# Clean environment: nothing inherited may point OpenClaw at ~/.openclaw or a real gateway.
+# NODE_COMPILE_CACHE must stay unset: with it openclaw.mjs re-spawns itself and the PID we
+# record would be a launcher, not the gateway. OPENCLAW_NO_RESPAWN=1 for the same reason.
+GW_ENV=(
+  "PATH=$(dirname "$NODE"):/usr/local/bin:/usr/bin:/bin"
+  "LANG=C.UTF-8"
+  "HOME=$HOME_DIR" "OPENCLAW_HOME=$HOME_DIR"
+  "OPENCLAW_STATE_DIR=$STATE" "OPENCLAW_CONFIG_PATH=$CONFIG"
+  "OPENCLAW_OFFLINE=1" "OPENCLAW_NO_AUTO_UPDATE=1" "OPENCLAW_NO_RESPAWN=1" "OPENCLAW_DISABLE_BONJOUR=1"
+  "OPENCLAW_SKIP_CHANNELS=1" "OPENCLAW_SKIP_GMAIL_WATCHER=1" "OPENCLAW_SKIP_CRON=1" "OPENCLAW_SKIP_CANVAS_HOST=1"
+)
+
+if ((SEED)); then
+  e2e_log "seeding one routed conversation into $STATE"
+  env -i "${GW_ENV[@]}" timeout 120 "$NODE" "$HERE/seed.mjs" "$CLAWMCP_GW_OPENCLAW_PKG" \
+    >"$LOGS/seed.json" 2>"$LOGS/seed.err" || {
+    tail -n 30 "$LOGS/seed.err" >&2
+    e2e_die "seeding failed (seed.mjs output above)"
+  }
+fi
+
+T0="$(now_ms)"
+e2e_log "starting openclaw $CLAWMCP_GW_OPENCLAW_VERSION gateway on 127.0.0.1:$PORT (root $ROOT)"
+# setsid: the gateway gets its own session, so a Ctrl-C meant for the caller's script does
+# not kill it behind the caller's back; the caller stops it by PID (stop.sh).
+(cd "$ROOT" && exec env -i "${GW_ENV[@]}" setsid "$NODE" "$ENTRY" gateway run --port "$PORT" --bind loopback \
+  --auth token) >"$LOG" 2>&1 </dev/null &
+GW_PID=$!
+GW_START="$(e2e_proc_start "$GW_PID")"
+echo "$GW_PID" >"$ROOT/gateway.pid"
+echo "$GW_START" >"$ROOT/gateway.pid.start"
+
+fail() {
+  e2e_log "gateway log tail ($LOG):"
+  sed 's/\x1b\[[0-9;]*m//g' "$LOG" | tail -n 40 >&2 || true
+  bash "$HERE/stop.sh" "$ROOT" >&2 || true
+  e2e_die "$*"
+}
+alive() { kill -0 "$GW_PID" 2>/dev/null && [[ "$(e2e_proc_start "$GW_PID")" == "$GW_START" ]]; }
+
+deadline=$((SECONDS + TIMEOUT))
+# The recorded PID must become the gateway itself (subshell -> env -> setsid -> node, all
+# exec in place); if setsid had to fork, stop.sh would signal the wrong process.
+until tr '\0' ' ' <"/proc/$GW_PID/cmdline" 2>/dev/null | grep -q -- "openclaw.mjs gateway run"; do
+  alive || fail "the gateway exited during startup"
+  ((SECONDS < deadline)) || fail "pid $GW_PID never became the gateway process"
+  sleep 0.05
+done
+until port_accepts "$PORT" && curl -fsS -m 5 "http://127.0.0.1:$PORT/health" 2>/dev/null | grep -q '"live"'; do
+  alive || fail "the gateway exited during startup"
+  ((SECONDS < deadline)) || fail "no live /health on 127.0.0.1:$PORT within ${TIMEOUT}s"
+  sleep 0.2
+done
+# "[gateway] ready" comes after the sidecars start; RPCs before it may be refused with 1013.
+until sed 's/\x1b\[[0-9;]*m//g' "$LOG" | grep -q '\[gateway\] ready'; do
+  alive || fail "the gateway exited during startup"
+  ((SECONDS < deadline)) || fail "no '[gateway] ready' log line within ${TIMEOUT}s (the port is up)"
+  sleep 0.2
+done
+T_READY="$(now_ms)"
+listening="$(python3 "$HERE/procutil.py" listeners "$GW_PID")" ||
+  fail "the gateway listens on a non-loopback address: $(echo "$listening" | tr '\n' ' ')"
+e2e_log "ready after $((T_READY - T0)) ms; listening on $(echo "$listening" | tr '\n' ' ')"
+
+{
+  echo "CLAWMCP_GW_PID=$GW_PID"
+  echo "CLAWMCP_GW_PID_START=$GW_START"
+  echo "CLAWMCP_GW_PORT=$PORT"
+  echo "CLAWMCP_GW_URL=ws://127.0.0.1:$PORT"
+  echo "CLAWMCP_GW_HTTP_URL=http://127.0.0.1:$PORT"
+  echo "CLAWMCP_GW_TOKEN_FILE=$TOKEN_FILE"
+  echo "CLAWMCP_GW_ROOT=$ROOT"
+  echo "CLAWMCP_GW_STATE_DIR=$STATE"
+  echo "CLAWMCP_GW_LOG=$LOG"
+  echo "CLAWMCP_GW_NODE=$NODE"
+  echo "CLAWMCP_GW_OPENCLAW_PKG=$CLAWMCP_GW_OPENCLAW_PKG"
+  echo "CLAWMCP_GW_OPENCLAW_ENTRY=$ENTRY"
+  echo "CLAWMCP_GW_OPENCLAW_VERSION=$CLAWMCP_GW_OPENCLAW_VERSION"
+  echo "CLAWMCP_GW_SEEDED=$SEED"
+  ((SEED)) && echo "CLAWMCP_GW_SEEDED_SESSION_KEY=agent:main:main"
+  echo "CLAWMCP_GW_READY_MS=$((T_READY - T0))"
+} | tee "$ROOT/gateway.env"
