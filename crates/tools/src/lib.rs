@@ -23,9 +23,13 @@
 //! - `workspace`: path resolution; `args`: aliased arguments; `fs_error`: I/O error wording;
 //!   `atomic`: atomic replace; `text`: lossy lines; `walk`: the ignore-aware walk glob and
 //!   grep share; `jobs`: the bounded job registry.
+//! - [`bridge`]: the `clawmcp tools` server around them: gateway tools over `POST
+//!   /tools/invoke` (live discovery, snapshots, aliases, deadline), the allowlist and
+//!   `sessions_yield`.
 
 mod args;
 mod atomic;
+pub mod bridge;
 mod edit;
 mod exec;
 mod fs_error;

@@ -49,8 +49,20 @@ pub fn client_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
 }
 
+/// Cancels `shutdown` when the process is asked to stop, first printing `announce` if given.
+/// Must be called inside a Tokio runtime.
+pub fn stop_on_signal(shutdown: tokio_util::sync::CancellationToken, announce: Option<&'static str>) {
+    tokio::spawn(async move {
+        termination_signal().await;
+        if let Some(text) = announce {
+            crate::output::note(text);
+        }
+        shutdown.cancel();
+    });
+}
+
 /// Resolves when the process is asked to stop (SIGINT or SIGTERM; Ctrl-C elsewhere).
-pub async fn termination_signal() {
+async fn termination_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

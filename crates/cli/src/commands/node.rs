@@ -19,7 +19,7 @@ use clawmcp_node::{NodeMcpService, Registry};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::NodeArgs;
-use crate::commands::{data_dir, termination_signal};
+use crate::commands::{data_dir, stop_on_signal};
 use crate::output;
 
 /// `serverInfo.name` in `initialize`.
@@ -65,12 +65,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         ));
 
         let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            termination_signal().await;
-            output::note("clawmcp node: shutting down");
-            stop.cancel();
-        });
+        stop_on_signal(shutdown.clone(), Some("clawmcp node: shutting down"));
         server.serve(mcp, shutdown).await.context("the MCP server failed")?;
         output::note("clawmcp node: stopped");
         Ok(ExitCode::SUCCESS)

@@ -12,7 +12,7 @@ use clawmcp_serve::{ClaudeChannelMode, ConnectOverrides, Env, Secret, ServeOptio
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{self, DataDirArg, ServeArgs};
-use crate::commands::{data_dir, termination_signal};
+use crate::commands::{data_dir, stop_on_signal};
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let identity_dir = data_dir(&DataDirArg { data_dir: None })?.root().join("serve");
@@ -34,11 +34,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let outcome = runtime.block_on(async move {
         let shutdown = CancellationToken::new();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            termination_signal().await;
-            stop.cancel();
-        });
+        stop_on_signal(shutdown.clone(), None);
         clawmcp_serve::run(options, shutdown).await
     });
     // Tokio reads stdin on a blocking thread that cannot be interrupted; do not wait for it.

@@ -1,10 +1,70 @@
-//! `clawmcp tools`: the tools bridge (spec 002). Being built; see the `clawmcp-tools` crate.
+//! `clawmcp tools`: the tools bridge (spec 002) on stdin/stdout, and `clawmcp tools regen`.
+//!
+//! Wiring only; everything lives in `clawmcp_tools::bridge`. Stdout carries JSON-RPC only (logs
+//! go to stderr). EOF on stdin, SIGINT and SIGTERM end the session: calls are cancelled, the
+//! local tools' background jobs are stopped, and the process exits 0.
 
 use std::process::ExitCode;
 
-use crate::args::ToolsArgs;
+use anyhow::Context;
+use clawmcp_tools::bridge::{self, BridgeOptions, ConnectOverrides, Env, SNAPSHOT_FILE, SchemaSource};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{DataDirArg, ToolsAction, ToolsArgs};
+use crate::commands::{data_dir, stop_on_signal};
+use crate::output;
 
 pub fn run(args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("`clawmcp tools` is not built yet")
+    let connect = ConnectOverrides { url: args.url, token_file: args.token_file, ..ConnectOverrides::default() };
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let mut options = BridgeOptions::new(connect, Env::from_process(), cwd);
+    let default_snapshot = data_dir(&DataDirArg { data_dir: None }).map(|dir| dir.root().join(SNAPSHOT_FILE));
+    match args.action {
+        Some(ToolsAction::Regen { output }) => {
+            let path = match output {
+                Some(path) => path,
+                None => default_snapshot.context("no default place for the snapshot; pass --output")?,
+            };
+            regen(options, path)
+        }
+        None => {
+            // Without a data directory there is no regen snapshot; the bundled one still serves.
+            options.snapshot_path = default_snapshot.ok();
+            serve(options)
+        }
+    }
+}
+
+fn serve(options: BridgeOptions) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        stop_on_signal(shutdown.clone(), None);
+        // On a worker thread, so that `tools/list` may wait for discovery with block_in_place.
+        let session = tokio::spawn(bridge::run(options, shutdown));
+        session.await.context("the tools bridge panicked")??;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn regen(options: BridgeOptions, path: std::path::PathBuf) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let report = runtime.block_on(bridge::regen(&options, path))?;
+    for problem in &report.problems {
+        output::note(&format!("note: {problem}"));
+    }
+    let counts = report.catalog.schema_counts();
+    let count = |source| counts.get(&source).copied().unwrap_or(0);
+    output::note(&format!(
+        "clawmcp tools regen: {} gateway tools (list from {:?}; schemas: {} live, {} from the bundled snapshot, {} \
+         open){}",
+        report.catalog.tools.len(),
+        report.catalog.list_source,
+        count(SchemaSource::Live),
+        count(SchemaSource::BundledSnapshot),
+        count(SchemaSource::Open),
+        report.catalog.gateway_version.as_deref().map(|v| format!(", openclaw {v}")).unwrap_or_default(),
+    ));
+    output::data(&report.path.display().to_string());
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Benchmark `clawmcp tools` against its floors in one run and print the ratios
+# (bench/tools_bench.py says exactly what is measured):
+#   - per-call overhead over a direct POST /tools/invoke to the same real gateway
+#     (target: < 1 ms added at p50);
+#   - the `grep` tool against the `rg` binary on a large tree (target: within 1.5x);
+#   - spawn -> initialize and VmRSS against a bare `node -e` reading stdin (target: faster and
+#     smaller than that floor).
+# A script that reports numbers, not a test: nothing here asserts a threshold.
+#
+# Usage: bench/tools.sh [--calls N] [--runs N] [--write-results]
+#   --calls          tools/call per path for the overhead percentiles (default 300)
+#   --runs           runs per grep pattern and spawns per process (default 7)
+#   --write-results  write bench/TOOLS_RESULTS.md from this run
+# Environment: CLAWMCP_BENCH_BIN (prebuilt release clawmcp; default: cargo build --release),
+#   CARGO_TARGET_DIR, CLAWMCP_E2E_CACHE / CLAWMCP_GW_PREFIX (where e2e/gateway/install.sh puts
+#   OpenClaw). Needs `rg` (Debian: apt-get install ripgrep).
+# The search tree is a copy of the installed openclaw package's dist/ (~300 MB, ~10k files)
+# without .git/node_modules directories, in a temp dir removed at exit. Everything binds to
+# 127.0.0.1; the gateway and every process started are stopped by PID.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+GW="$ROOT/e2e/gateway"
+E2E_LOG_TAG=tools-bench
+# shellcheck source-path=SCRIPTDIR source=../e2e/lib/common.sh
+source "$ROOT/e2e/lib/common.sh"
+
+CALLS=300 RUNS=7 WRITE_RESULTS=0
+COMMAND_LINE="bench/tools.sh $*"
+while (($#)); do
+  case "$1" in
+    --calls | --runs)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || e2e_die "$1 needs a positive number"
+      if [[ "$1" == --calls ]]; then CALLS="$2"; else RUNS="$2"; fi
+      shift 2
+      ;;
+    --write-results)
+      WRITE_RESULTS=1
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,21p' "$0"
+      exit 0
+      ;;
+    *) e2e_die "unknown argument: $1 (see --help)" ;;
+  esac
+done
+((CALLS <= 100000 && RUNS <= 100)) || e2e_die "--calls is at most 100000 and --runs at most 100"
+for tool in curl python3 timeout npm; do
+  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found"
+done
+RG="$(command -v rg || true)"
+[[ -n "$RG" ]] || e2e_die "rg (ripgrep) not found; install it (Debian: apt-get install ripgrep)"
+
+# Binary (release: the benchmark measures what users run) ------------------------------------------
+if [[ -z "${CLAWMCP_BENCH_BIN:-}" ]]; then
+  e2e_log "building clawmcp (release)"
+  (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "release build failed"
+  CLAWMCP_BENCH_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp"
+fi
+[[ -x "$CLAWMCP_BENCH_BIN" ]] || e2e_die "no clawmcp binary at $CLAWMCP_BENCH_BIN"
+
+# The real gateway ------------------------------------------------------------------------------------
+bash "$GW/install.sh" >/dev/null || e2e_die "installing openclaw failed"
+TMP="$(mktemp -d /tmp/clawmcp-tools-bench.XXXXXX)"
+GW_ROOT="$TMP/gateway"
+finish() {
+  local rc=$?
+  if [[ -f "$GW_ROOT/gateway.pid" ]] && ! bash "$GW/stop.sh" "$GW_ROOT"; then rc=1; fi
+  rm -rf -- "$TMP"
+  exit "$rc"
+}
+trap finish EXIT
+bash "$GW/start.sh" --seed --root "$GW_ROOT" >/dev/null || e2e_die "the gateway did not start"
+# shellcheck disable=SC1091
+source "$GW_ROOT/gateway.env"
+
+# The search tree --------------------------------------------------------------------------------------
+e2e_log "copying the search tree"
+cp -r "$CLAWMCP_GW_OPENCLAW_PKG/dist" "$TMP/tree"
+find "$TMP/tree" -type d \( -name .git -o -name node_modules \) -prune -exec rm -rf {} +
+
+results=()
+((WRITE_RESULTS)) && results=(--results "$HERE/TOOLS_RESULTS.md" --command "$COMMAND_LINE")
+mkdir -p "$TMP/work"
+timeout 3600 python3 "$HERE/tools_bench.py" --gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$CLAWMCP_BENCH_BIN" \
+  --tree "$TMP/tree" --rg "$RG" --workdir "$TMP/work" --calls "$CALLS" --runs "$RUNS" "${results[@]}"

@@ -1,0 +1,270 @@
+//! `clawmcp tools` (spec 002): a stdio MCP server that gives an MCP client the OpenClaw
+//! gateway's tools (forwarded to `POST /tools/invoke`), this crate's local coding tools, and
+//! `sessions_yield` — a drop-in for the upstream Node bridge: the same environment
+//! (`OPENCLAW_*`), the same `openclaw.json` (JSON5), the same tool names and aliases, so an
+//! existing client config works by changing only the command.
+//!
+//! # Layout
+//!
+//! - [`run`] / [`run_with_io`]: one session, and [`regen`] for `clawmcp tools regen` (this file).
+//! - `settings`: the environment variables and the requester agent rule.
+//! - `policy`: which tools the gateway runs over HTTP (deny lists, `gateway.tools.*`).
+//! - `discovery`: asking the live gateway (`tools.effective`, `attach.grant` → loopback MCP).
+//! - `snapshot`: the regen snapshot and the bundled one (`data/`), one format.
+//! - `catalog`: merging those into the advertised gateway tools; which source supplies what.
+//! - `compat`: upstream aliases, schema overlays, requester hoisting.
+//! - `forward`: one `/tools/invoke` call, its deadline, cancellation and error texts.
+//! - `result`: a gateway result as an MCP result (OpenClaw's own mapping).
+//! - `pending` + `yielding`: the pending-yield store and `sessions_yield`.
+//! - `service`: the `McpService`: routing and the allowlist.
+//!
+//! # Lifecycle
+//!
+//! Configuration errors (no gateway secret, a bad `--url`) fail before anything is served. Then
+//! the session starts at once on stdin/stdout while discovery runs in the background within
+//! [`DISCOVERY_BUDGET`]; `tools/list` and gateway calls wait for it at most that long, then use
+//! the snapshots. EOF on stdin ends the session: calls are cancelled, the local tools' background
+//! jobs are stopped (`LocalTools::shutdown`), and [`run`] returns. Stdout carries JSON-RPC only;
+//! logs go through `tracing` (the CLI sends them to stderr).
+
+mod catalog;
+mod compat;
+mod discovery;
+mod forward;
+mod pending;
+mod policy;
+mod result;
+mod service;
+mod settings;
+mod snapshot;
+mod yielding;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawmcp_gateway::{ConfigError, GatewayTarget, InvokeError, ToolsInvokeClient, ToolsInvokeOptions};
+use clawmcp_mcp::stdio::{self, SessionEnd};
+use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub use clawmcp_gateway::{ConnectOverrides, Env};
+
+pub use catalog::{GatewayCatalog, GatewayTool, ListSource, SESSIONS_YIELD, SchemaSource, is_proxy_owned};
+pub use discovery::{DISCOVERY_SCOPES, EffectiveTool, LiveTools, discover};
+pub use forward::{ForwardError, Forwarder, PreparedCall};
+pub use pending::{MAX_RECORD_BYTES, PENDING_DIR, PENDING_MAX_AGE, PendingRun, PendingStore};
+pub use policy::{CODING_SURFACE_TOOLS, DEFAULT_GATEWAY_HTTP_TOOL_DENY, HttpToolPolicy, OWNER_ONLY_TOOLS};
+pub use result::tool_result;
+pub use service::{CatalogCell, ToolsBridge};
+pub use settings::{
+    Allowlist, BridgeSettings, DEFAULT_AGENT_ID, DEFAULT_GATEWAY_TIMEOUT, MAX_GATEWAY_TIMEOUT, is_agent_scoped,
+    normalize_session_key,
+};
+pub use snapshot::{BUNDLED_OPENCLAW_VERSION, SNAPSHOT_FORMAT, Snapshot, SnapshotError, SnapshotTool};
+pub use yielding::{DEFAULT_POLL_INTERVAL, DEFAULT_YIELD_WAIT, MAX_YIELD_WAIT, parse_subagent_list, spawned_run_id};
+
+use crate::{LocalTools, Workspace};
+
+/// How long discovery may take, and so how long the first `tools/list` can wait for it.
+pub const DISCOVERY_BUDGET: Duration = Duration::from_secs(5);
+
+/// `serverInfo.name`.
+pub const SERVER_NAME: &str = "clawmcp-tools";
+
+/// The regen snapshot's file name in the clawmcp data directory.
+pub const SNAPSHOT_FILE: &str = "tools-snapshot.json";
+
+/// Everything one session needs.
+#[derive(Debug, Clone)]
+pub struct BridgeOptions {
+    /// `--url`, `--token-file`.
+    pub connect: ConnectOverrides,
+    /// The environment the `OPENCLAW_*` variables and the config path come from.
+    pub env: Env,
+    /// Where `clawmcp tools regen` writes (and the server reads) the regen snapshot.
+    pub snapshot_path: Option<PathBuf>,
+    /// The root relative paths of the local tools resolve against (the process's cwd, where
+    /// an MCP client starts its servers, as the upstream bridge did).
+    pub local_root: PathBuf,
+    /// Ask the gateway for its tools (off: snapshots only).
+    pub discover: bool,
+    pub discovery_budget: Duration,
+    /// `sessions_yield`'s poll interval.
+    pub poll_interval: Duration,
+}
+
+impl BridgeOptions {
+    pub fn new(connect: ConnectOverrides, env: Env, local_root: PathBuf) -> Self {
+        BridgeOptions {
+            connect,
+            env,
+            snapshot_path: None,
+            local_root,
+            discover: true,
+            discovery_budget: DISCOVERY_BUDGET,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+        }
+    }
+}
+
+/// A failure before or while serving.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot use the gateway URL: {0}")]
+    Invoke(#[from] InvokeError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error("{0}")]
+    Transport(String),
+    #[error(
+        "could not read the tool list from the gateway at {url}: {problems}. Is the gateway running, and does \
+         the secret grant operator.read (tools.effective) and operator.admin (attach.grant)?"
+    )]
+    Discovery { url: String, problems: String },
+}
+
+/// A bridge and what it needs at run time, before serving.
+pub struct Prepared {
+    pub bridge: Arc<ToolsBridge>,
+    pub target: GatewayTarget,
+    pub settings: Arc<BridgeSettings>,
+    regen: Option<Snapshot>,
+    policy: HttpToolPolicy,
+}
+
+/// Resolves the gateway, reads the settings and snapshots, builds the service (not yet
+/// discovering).
+pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
+    let target = GatewayTarget::resolve(&options.connect, &options.env)?;
+    let settings = Arc::new(BridgeSettings::from_env(&options.env, &target.config));
+    let policy = HttpToolPolicy::from_config(&target.config);
+    let regen = match options.snapshot_path.as_deref().map(Snapshot::load).transpose() {
+        Ok(found) => found.flatten(),
+        Err(error) => {
+            warn!(%error, "ignoring the regen snapshot; using the bundled one");
+            None
+        }
+    };
+    let fallback = GatewayCatalog::build(None, regen.as_ref(), Snapshot::bundled(), &policy);
+    let catalog = Arc::new(if options.discover { CatalogCell::new(fallback) } else { CatalogCell::settled(fallback) });
+    let invoke_options = ToolsInvokeOptions { deadline: settings.gateway_timeout, ..ToolsInvokeOptions::default() };
+    let client = ToolsInvokeClient::new(&target.url, bearer(&target).as_ref(), invoke_options)?;
+    let forwarder = Forwarder::new(client, settings.clone());
+    let local = LocalTools::new(Workspace::new(&options.local_root));
+    let bridge = Arc::new(ToolsBridge::new(
+        settings.clone(),
+        local,
+        forwarder,
+        catalog,
+        options.discovery_budget,
+        options.poll_interval,
+    ));
+    Ok(Prepared { bridge, target, settings, regen, policy })
+}
+
+/// The `Authorization: Bearer` secret: the password when `gateway.auth.mode` is `password`
+/// (the gateway compares the bearer with the secret of its mode), else the token.
+fn bearer(target: &GatewayTarget) -> Option<clawmcp_gateway::Secret> {
+    let credentials = &target.credentials;
+    let password_mode = target.config.get_str("gateway.auth.mode") == Some("password");
+    let preferred = if password_mode { credentials.password.as_ref() } else { credentials.token.as_ref() };
+    preferred.or(credentials.bearer()).cloned()
+}
+
+impl Prepared {
+    /// Starts the background discovery that settles the catalog (at once when disabled).
+    pub fn start_discovery(&self, options: &BridgeOptions) -> tokio::task::JoinHandle<()> {
+        let (target, settings, regen, policy) =
+            (self.target.clone(), self.settings.clone(), self.regen.clone(), self.policy.clone());
+        let cell = self.bridge.catalog().clone();
+        let (enabled, budget) = (options.discover, options.discovery_budget);
+        tokio::spawn(async move {
+            if !enabled {
+                cell.settle(None);
+                return;
+            }
+            let key = settings.discovery_session_key();
+            let live = discover(&target, &key, settings.agent_id_for(Some(&key)), budget).await;
+            for problem in &live.problems {
+                info!(problem = problem.as_str(), "gateway tool discovery");
+            }
+            let discovered = (!live.is_empty())
+                .then(|| GatewayCatalog::build(Some(&live), regen.as_ref(), Snapshot::bundled(), &policy));
+            let catalog = discovered.as_ref().unwrap_or(&cell.current()).describe();
+            info!("clawmcp tools: {catalog}");
+            cell.settle(discovered);
+        })
+    }
+}
+
+/// Serves on this process's stdin and stdout until EOF or `shutdown`.
+pub async fn run(options: BridgeOptions, shutdown: CancellationToken) -> Result<(), BridgeError> {
+    run_with_io(options, tokio::io::stdin(), tokio::io::stdout(), shutdown).await
+}
+
+/// [`run`] over any byte streams (tests use in-memory pipes).
+pub async fn run_with_io<R, W>(
+    options: BridgeOptions,
+    input: R,
+    output: W,
+    shutdown: CancellationToken,
+) -> Result<(), BridgeError>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let prepared = prepare(&options)?;
+    info!(url = %prepared.target.url, workspace = %prepared.settings.workspace.display(), "clawmcp tools: serving on stdio");
+    let discovery = prepared.start_discovery(&options);
+    let bridge = prepared.bridge.clone();
+    let info = ServerInfo { name: SERVER_NAME.to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
+    let server = Arc::new(McpServer::new(info, bridge.clone(), DuplicatePolicy::Reject));
+    let (outbound, outbound_rx) = stdio::outbound_channel();
+    let end = stdio::serve(server, input, output, outbound, outbound_rx, shutdown).await;
+    discovery.abort();
+    bridge.local().shutdown().await;
+    match end {
+        SessionEnd::InputClosed | SessionEnd::Shutdown => Ok(()),
+        SessionEnd::OutputFailed(error) => Err(BridgeError::Transport(format!("writing to stdout: {error}"))),
+        SessionEnd::InputFailed(error) => Err(BridgeError::Transport(format!("reading stdin: {error}"))),
+    }
+}
+
+/// What `clawmcp tools regen` did.
+#[derive(Debug, Clone)]
+pub struct RegenReport {
+    pub path: PathBuf,
+    pub catalog: GatewayCatalog,
+    pub problems: Vec<String>,
+}
+
+/// Asks the running gateway for its tools and writes the regen snapshot to `path`. Fails when
+/// the gateway gave no tool list at all (a snapshot of the bundled list would be a lie).
+pub async fn regen(options: &BridgeOptions, path: PathBuf) -> Result<RegenReport, BridgeError> {
+    let target = GatewayTarget::resolve(&options.connect, &options.env)?;
+    let settings = BridgeSettings::from_env(&options.env, &target.config);
+    let policy = HttpToolPolicy::from_config(&target.config);
+    let key = settings.discovery_session_key();
+    let live = discover(&target, &key, settings.agent_id_for(Some(&key)), options.discovery_budget).await;
+    if live.is_empty() {
+        return Err(BridgeError::Discovery { url: target.url.clone(), problems: live.problems.join("; ") });
+    }
+    // The previous regen snapshot is not a source here: each regen starts from the gateway.
+    let catalog = GatewayCatalog::build(Some(&live), None, Snapshot::bundled(), &policy);
+    let snapshot = Snapshot {
+        format: SNAPSHOT_FORMAT,
+        openclaw_version: catalog.gateway_version.clone().unwrap_or_default(),
+        generated_at: OffsetDateTime::now_utc().format(&Rfc3339).ok(),
+        source: format!("clawmcp tools regen from {} ({:?} list)", target.url, catalog.list_source),
+        tools: catalog.tools.iter().map(GatewayTool::to_snapshot_tool).collect(),
+    };
+    snapshot.save(&path)?;
+    Ok(RegenReport { path, catalog, problems: live.problems })
+}

@@ -1,0 +1,182 @@
+//! [`ToolsBridge`]: the `McpService` behind `clawmcp tools`. It routes each call to a local tool,
+//! to `sessions_yield`, or to the gateway, and enforces the allowlist on both `tools/list` and
+//! `tools/call` (a client can call a name it was never shown, so filtering the list is no
+//! boundary).
+//!
+//! The gateway tool list starts as the snapshot catalog and is replaced once by the live one
+//! when background discovery ends (bounded). `tools/list` waits for that, within the discovery
+//! budget, so a client's first list is normally the live one: `initialize` is never delayed.
+//! The wait blocks the dispatcher thread through `block_in_place`, because
+//! [`McpService::list_tools`] is synchronous; on a current-thread runtime (tests) it does not
+//! wait and serves what is known.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use clawmcp_mcp::{CallContext, McpService, Tool, ToolResult};
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::watch;
+use tracing::debug;
+
+use super::catalog::{GatewayCatalog, SESSIONS_YIELD};
+use super::forward::Forwarder;
+use super::pending::PendingStore;
+use super::settings::BridgeSettings;
+use super::yielding::{self, SessionsYield};
+use crate::{LocalTool, LocalTools};
+
+/// The gateway tool list, which discovery may replace once.
+#[derive(Debug)]
+pub struct CatalogCell {
+    catalog: Mutex<Arc<GatewayCatalog>>,
+    settled: watch::Sender<bool>,
+}
+
+impl CatalogCell {
+    /// Starts with `initial` (the snapshot catalog), not yet settled.
+    pub fn new(initial: GatewayCatalog) -> Self {
+        CatalogCell { catalog: Mutex::new(Arc::new(initial)), settled: watch::Sender::new(false) }
+    }
+
+    /// Starts settled (no discovery will run).
+    pub fn settled(catalog: GatewayCatalog) -> Self {
+        let cell = CatalogCell::new(catalog);
+        cell.settled.send_replace(true);
+        cell
+    }
+
+    pub fn current(&self) -> Arc<GatewayCatalog> {
+        lock(&self.catalog).clone()
+    }
+
+    /// Installs the discovered catalog (if any) and releases the waiters.
+    pub fn settle(&self, discovered: Option<GatewayCatalog>) {
+        if let Some(catalog) = discovered {
+            *lock(&self.catalog) = Arc::new(catalog);
+        }
+        self.settled.send_replace(true);
+    }
+
+    pub fn is_settled(&self) -> bool {
+        *self.settled.borrow()
+    }
+
+    /// Waits until settled or `limit` passed.
+    pub async fn wait(&self, limit: Duration) {
+        let mut settled = self.settled.subscribe();
+        let _ = tokio::time::timeout(limit, settled.wait_for(|s| *s)).await;
+    }
+
+    /// [`CatalogCell::wait`] from synchronous code: only on a multi-thread runtime, where
+    /// `block_in_place` hands this worker's other tasks to another thread first.
+    fn wait_blocking(&self, limit: Duration) {
+        if self.is_settled() {
+            return;
+        }
+        let Ok(handle) = Handle::try_current() else { return };
+        if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+            return;
+        }
+        tokio::task::block_in_place(|| handle.block_on(self.wait(limit)));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The `clawmcp tools` service.
+pub struct ToolsBridge {
+    settings: Arc<BridgeSettings>,
+    local: LocalTools,
+    forwarder: Forwarder,
+    catalog: Arc<CatalogCell>,
+    yielder: SessionsYield,
+    /// How long a list or a gateway call waits for discovery to settle.
+    discovery_wait: Duration,
+}
+
+impl ToolsBridge {
+    pub fn new(
+        settings: Arc<BridgeSettings>,
+        local: LocalTools,
+        forwarder: Forwarder,
+        catalog: Arc<CatalogCell>,
+        discovery_wait: Duration,
+        poll_interval: Duration,
+    ) -> Self {
+        let store = PendingStore::new(&settings.workspace);
+        let yielder = SessionsYield { forwarder: forwarder.clone(), store, poll_interval };
+        ToolsBridge { settings, local, forwarder, catalog, yielder, discovery_wait }
+    }
+
+    pub fn catalog(&self) -> &Arc<CatalogCell> {
+        &self.catalog
+    }
+
+    pub fn local(&self) -> &LocalTools {
+        &self.local
+    }
+
+    /// Every tool, allowlist aside: local tools, `sessions_yield`, then the gateway's.
+    fn all_tools(&self, catalog: &GatewayCatalog) -> Vec<Tool> {
+        let local = LocalTool::ALL.into_iter().map(LocalTool::descriptor);
+        let gateway = catalog.tools.iter().map(|tool| tool.descriptor());
+        local.chain(std::iter::once(yielding::descriptor())).chain(gateway).collect()
+    }
+
+    async fn call(&self, name: &str, arguments: Map<String, Value>, ctx: CallContext) -> ToolResult {
+        if !self.settings.allowlist.allows(name) {
+            return ToolResult::error(format!(
+                "Tool is disabled by the server-side allowlist: {name}. OPENCLAW_MCP_ENABLED_TOOLS allows only: {}.",
+                self.settings.allowlist.describe()
+            ));
+        }
+        if let Some(result) = self.local.call(name, &arguments, &ctx).await {
+            return result;
+        }
+        if name == SESSIONS_YIELD {
+            return self.yielder.run(&arguments, &ctx).await;
+        }
+        self.catalog.wait(self.discovery_wait).await;
+        if self.catalog.current().get(name).is_none() {
+            return ToolResult::error(format!(
+                "Unknown tool: {name}. It is not among the tools this server advertises (see tools/list): neither a \
+                 local tool nor a gateway tool that the gateway runs over HTTP."
+            ));
+        }
+        let prepared = self.forwarder.prepare(name, arguments);
+        match self.forwarder.send(&prepared.request, &ctx).await {
+            Ok(result) => {
+                if name == "sessions_spawn" {
+                    yielding::capture_spawn(&self.yielder.store, &result, prepared.requester.as_deref());
+                }
+                super::result::tool_result(&result)
+            }
+            Err(error) => {
+                let result = error.to_tool_result(name);
+                debug!(tool = name, error = result.first_text().unwrap_or_default(), "gateway call failed");
+                result
+            }
+        }
+    }
+}
+
+impl McpService for ToolsBridge {
+    fn list_tools(&self) -> Vec<Tool> {
+        self.catalog.wait_blocking(self.discovery_wait);
+        let catalog = self.catalog.current();
+        self.all_tools(&catalog).into_iter().filter(|tool| self.settings.allowlist.allows(&tool.name)).collect()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Map<String, Value>,
+        ctx: CallContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(self.call(name, arguments, ctx))
+    }
+}
