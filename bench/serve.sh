@@ -21,7 +21,6 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-GW="$ROOT/e2e/gateway"
 E2E_LOG_TAG=serve-bench
 # shellcheck source-path=SCRIPTDIR source=../e2e/lib/common.sh
 source "$ROOT/e2e/lib/common.sh"
@@ -50,33 +49,15 @@ while (($#)); do
     *) e2e_die "unknown argument: $1 (see --help)" ;;
   esac
 done
-for tool in curl python3 timeout npm; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found"
-done
+e2e_require curl python3 timeout npm
 
 # Binary (release: the benchmark measures what users run) ------------------------------------------
-if [[ -z "${CLAWMCP_BENCH_BIN:-}" ]]; then
-  e2e_log "building clawmcp (release)"
-  (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "release build failed"
-fi
-BIN="${CLAWMCP_BENCH_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
-[[ -x "$BIN" ]] || e2e_die "missing binary: $BIN"
-BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+BIN="$(e2e_clawmcp_bin "${CLAWMCP_BENCH_BIN:-}")" || exit 1
 
-bash "$GW/install.sh" >/dev/null || e2e_die "installing openclaw failed (see the [gateway-install] lines above)"
+# The real gateway, seeded ------------------------------------------------------------------------
+e2e_seeded_gateway serve-bench
 
-TMP="$(mktemp -d /tmp/clawmcp-serve-bench.XXXXXX)"
-# shellcheck disable=SC2317 # invoked by the EXIT trap
-cleanup() {
-  local rc=$?
-  [[ -f "$TMP/gateway/gateway.pid" ]] && { bash "$GW/stop.sh" "$TMP/gateway" || rc=1; }
-  if ((rc)); then e2e_log "kept $TMP (gateway log, bridge stderr)"; else rm -rf -- "$TMP"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-bash "$GW/start.sh" --seed --root "$TMP/gateway" >/dev/null || e2e_die "the gateway did not start (reason above)"
-
-bench_args=(--gateway-env "$TMP/gateway/gateway.env" --clawmcp-bin "$BIN" --workdir "$TMP"
+bench_args=(--gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$BIN" --workdir "$TMP"
   --runs "$RUNS" --events "$EVENTS" --calls "$CALLS")
 ((WRITE_RESULTS)) && bench_args+=(--results "$HERE/SERVE_RESULTS.md" --command "$COMMAND_LINE")
 # Bounded: ~(runs x 2 spawns) + the event load + the calls; 1 h is far beyond a healthy run.

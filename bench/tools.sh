@@ -22,7 +22,6 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-GW="$ROOT/e2e/gateway"
 E2E_LOG_TAG=tools-bench
 # shellcheck source-path=SCRIPTDIR source=../e2e/lib/common.sh
 source "$ROOT/e2e/lib/common.sh"
@@ -48,32 +47,15 @@ while (($#)); do
   esac
 done
 ((CALLS <= 100000 && RUNS <= 100)) || e2e_die "--calls is at most 100000 and --runs at most 100"
-for tool in curl python3 timeout npm; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found"
-done
+e2e_require curl python3 timeout npm
 RG="$(command -v rg || true)"
 [[ -n "$RG" ]] || e2e_die "rg (ripgrep) not found; install it (Debian: apt-get install ripgrep)"
 
 # Binary (release: the benchmark measures what users run) ------------------------------------------
-if [[ -z "${CLAWMCP_BENCH_BIN:-}" ]]; then
-  e2e_log "building clawmcp (release)"
-  (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "release build failed"
-  CLAWMCP_BENCH_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp"
-fi
-[[ -x "$CLAWMCP_BENCH_BIN" ]] || e2e_die "no clawmcp binary at $CLAWMCP_BENCH_BIN"
+BIN="$(e2e_clawmcp_bin "${CLAWMCP_BENCH_BIN:-}")" || exit 1
 
 # The real gateway ------------------------------------------------------------------------------------
-bash "$GW/install.sh" >/dev/null || e2e_die "installing openclaw failed"
-TMP="$(mktemp -d /tmp/clawmcp-tools-bench.XXXXXX)"
-GW_ROOT="$TMP/gateway"
-finish() {
-  local rc=$?
-  if [[ -f "$GW_ROOT/gateway.pid" ]] && ! bash "$GW/stop.sh" "$GW_ROOT"; then rc=1; fi
-  rm -rf -- "$TMP"
-  exit "$rc"
-}
-trap finish EXIT
-bash "$GW/start.sh" --seed --root "$GW_ROOT" >/dev/null || e2e_die "the gateway did not start"
+e2e_seeded_gateway tools-bench
 # shellcheck disable=SC1091
 source "$GW_ROOT/gateway.env"
 
@@ -85,5 +67,5 @@ find "$TMP/tree" -type d \( -name .git -o -name node_modules \) -prune -exec rm 
 results=()
 ((WRITE_RESULTS)) && results=(--results "$HERE/TOOLS_RESULTS.md" --command "$COMMAND_LINE")
 mkdir -p "$TMP/work"
-timeout 3600 python3 "$HERE/tools_bench.py" --gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$CLAWMCP_BENCH_BIN" \
+timeout 3600 python3 "$HERE/tools_bench.py" --gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$BIN" \
   --tree "$TMP/tree" --rg "$RG" --workdir "$TMP/work" --calls "$CALLS" --runs "$RUNS" "${results[@]}"

@@ -18,7 +18,6 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/.." && pwd)"
 E2E_LOG_TAG=e2e
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 source "$HERE/lib/common.sh"
@@ -38,30 +37,14 @@ for arg in "$@"; do
   esac
 done
 
-for tool in curl python3 node timeout; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
-done
+e2e_require curl python3 node timeout
 
 # 1. Binary ------------------------------------------------------------------------
-if [[ -n "${CLAWMCP_E2E_BIN:-}" ]]; then
-  BIN="$CLAWMCP_E2E_BIN"
-  e2e_log "using prebuilt binary $BIN"
-else
-  e2e_log "building clawmcp (release)"
-  (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "cargo build --release failed"
-  BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp"
-fi
-[[ -x "$BIN" ]] || e2e_die "binary not found or not executable: $BIN"
-BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1
 
 # 2. Clients ------------------------------------------------------------------------
 e2e_log "installing MCP clients (e2e/install.sh)"
-bash "$HERE/install.sh" || e2e_die "client install failed (see the [e2e-install] lines above)"
-CACHE="${CLAWMCP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clawmcp-e2e}"
-set -a
-# shellcheck disable=SC1091
-source "$CACHE/clients.env"
-set +a
+e2e_client_env
 
 # 3. Node host ----------------------------------------------------------------------
 TMP="$(mktemp -d /tmp/clawmcp-e2e.XXXXXX)"

@@ -21,7 +21,6 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 E2E_LOG_TAG=serve-compat
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
@@ -39,9 +38,7 @@ for arg in "$@"; do
     *) e2e_die "unknown argument: $arg (see --help)" ;;
   esac
 done
-for tool in curl python3 timeout npm; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
-done
+e2e_require curl python3 timeout npm
 
 # 1. The comparison rules themselves -----------------------------------------------------------
 python3 -m unittest discover -s "$HERE" -p 'test_*.py' >&2 || e2e_die "comparison unit tests failed"
@@ -49,38 +46,14 @@ python3 -m unittest discover -s "$HERE" -p 'test_*.py' >&2 || e2e_die "compariso
 # 2. Binary -----------------------------------------------------------------------------------------
 compat_args=(--candidate "$CANDIDATE")
 if [[ "$CANDIDATE" == clawmcp ]]; then
-  if [[ -n "${CLAWMCP_E2E_BIN:-}" ]]; then
-    BIN="$CLAWMCP_E2E_BIN"
-    e2e_log "using prebuilt binary $BIN"
-  else
-    e2e_log "building clawmcp (release)"
-    (cd "$ROOT" && cargo build --release -p clawmcp --bin clawmcp) || e2e_die "cargo build --release failed"
-    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp"
-  fi
-  [[ -x "$BIN" ]] || e2e_die "binary not found or not executable: $BIN"
-  BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+  BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1
   compat_args+=(--clawmcp-bin "$BIN")
 fi
 
-# 3. The real gateway and bridge ----------------------------------------------------------------------
-bash "$HERE/install.sh" >/dev/null || e2e_die "installing openclaw failed (see the [gateway-install] lines above)"
+# 3. One seeded gateway (the real one, installed from npm) for the whole suite -----------------------
+e2e_seeded_gateway serve-compat
 
-# 4. One seeded gateway for the whole suite ----------------------------------------------------------
-TMP="$(mktemp -d /tmp/clawmcp-serve-compat.XXXXXX)"
-GW_ROOT="$TMP/gateway"
-finish() {
-  local rc=$?
-  if [[ -f "$GW_ROOT/gateway.pid" ]] && ! bash "$HERE/stop.sh" "$GW_ROOT"; then
-    e2e_log "the gateway did not stop cleanly"
-    rc=1
-  fi
-  if ((KEEP || rc)); then e2e_log "kept $TMP (gateway log, bridge transcripts)"; else rm -rf -- "$TMP"; fi
-  exit "$rc"
-}
-trap finish EXIT
-bash "$HERE/start.sh" --seed --root "$GW_ROOT" >/dev/null || e2e_die "the gateway did not start (reason above)"
-
-# 5. The suite -------------------------------------------------------------------------------------------
+# 4. The suite -------------------------------------------------------------------------------------------
 mkdir -p "$TMP/bridges"
 timeout 900 python3 "$HERE/serve_compat.py" --gateway-env "$GW_ROOT/gateway.env" --artifacts "$TMP/bridges" \
   "${compat_args[@]}"

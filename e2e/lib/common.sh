@@ -52,3 +52,64 @@ e2e_http_probe() {
   local url="$1" token_file="$2"
   curl -fsS -o /dev/null -m 2 -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$token_file")") "$url" 2>/dev/null
 }
+
+# The repository root, for helpers that call the other harness scripts.
+E2E_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# e2e_require TOOL...: fail naming the first tool that is not on PATH.
+e2e_require() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
+  done
+}
+
+# e2e_clawmcp_bin [PREBUILT]: print the absolute path of the release clawmcp binary: PREBUILT
+# when given (CLAWMCP_E2E_BIN / CLAWMCP_BENCH_BIN), else what `cargo build --release` makes
+# (CARGO_TARGET_DIR honoured). Call as `BIN="$(e2e_clawmcp_bin "${X:-}")" || exit 1`.
+e2e_clawmcp_bin() {
+  local bin="${1:-}"
+  if [[ -n "$bin" ]]; then
+    e2e_log "using prebuilt binary $bin"
+  else
+    e2e_log "building clawmcp (release)"
+    (cd "$E2E_REPO_ROOT" && cargo build --release -p clawmcp --bin clawmcp) >&2 || e2e_die "cargo build --release failed"
+    bin="${CARGO_TARGET_DIR:-$E2E_REPO_ROOT/target}/release/clawmcp"
+  fi
+  [[ -x "$bin" ]] || e2e_die "binary not found or not executable: $bin"
+  printf '%s\n' "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+}
+
+# e2e_client_env: install the real MCP clients (e2e/install.sh) and export what it recorded
+# (CLAWMCP_E2E_VENV_PYTHON, CLAWMCP_E2E_NPM_DIR, ...).
+e2e_client_env() {
+  bash "$E2E_REPO_ROOT/e2e/install.sh" >/dev/null || e2e_die "installing the MCP clients failed (see the [e2e-install] lines above)"
+  local cache="${CLAWMCP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clawmcp-e2e}"
+  set -a
+  # shellcheck disable=SC1091
+  source "$cache/clients.env"
+  set +a
+}
+
+# e2e_seeded_gateway NAME: install the real OpenClaw (e2e/gateway/install.sh), make TMP (a
+# fresh /tmp/clawmcp-NAME.* dir), start a seeded gateway in GW_ROOT=$TMP/gateway, and arrange
+# on EXIT to stop it by PID and remove TMP, unless KEEP=1 or the run failed (then TMP is kept
+# and named). Sets TMP and GW_ROOT.
+e2e_seeded_gateway() {
+  bash "$E2E_REPO_ROOT/e2e/gateway/install.sh" >/dev/null || e2e_die "installing openclaw failed (see the [gateway-install] lines above)"
+  TMP="$(mktemp -d "/tmp/clawmcp-$1.XXXXXX")"
+  GW_ROOT="$TMP/gateway"
+  trap _e2e_seeded_gateway_finish EXIT
+  bash "$E2E_REPO_ROOT/e2e/gateway/start.sh" --seed --root "$GW_ROOT" >/dev/null || e2e_die "the gateway did not start (reason above)"
+}
+
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+_e2e_seeded_gateway_finish() {
+  local rc=$?
+  if [[ -f "$GW_ROOT/gateway.pid" ]] && ! bash "$E2E_REPO_ROOT/e2e/gateway/stop.sh" "$GW_ROOT"; then
+    e2e_log "the gateway did not stop cleanly"
+    rc=1
+  fi
+  if ((${KEEP:-0} || rc)); then e2e_log "kept $TMP (gateway log, transcripts)"; else rm -rf -- "$TMP"; fi
+  exit "$rc"
+}

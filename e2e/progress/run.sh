@@ -47,12 +47,7 @@ for tool in node python3 timeout; do
   command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
 done
 
-bash "$ROOT/e2e/install.sh" >/dev/null || e2e_die "client install failed (e2e/install.sh)"
-CACHE="${CLAWMCP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clawmcp-e2e}"
-set -a
-# shellcheck disable=SC1091
-source "$CACHE/clients.env"
-set +a
+e2e_client_env
 
 resolve_bin() {
   local bin="${CLAWMCP_E2E_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
