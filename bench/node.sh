@@ -16,7 +16,7 @@
 # Usage: bench/node.sh [--duration SECONDS] [--rounds N] [--write-results]
 #   --duration       wrk seconds per measurement (default 5; each measurement is bounded)
 #   --rounds         rounds over all cells; the report shows per-cell medians (default 3)
-#   --write-results  write bench/RESULTS.md from this run (bench/report.py)
+#   --write-results  write bench/NODE_RESULTS.md from this run (bench/report.py) and refresh bench/RESULTS.md
 # Total load time: rounds x 3 connection counts x 2 methods x 2 targets x duration (~3 min).
 # Environment: CLAWMCP_BENCH_BIN / CLAWMCP_BENCH_FLOOR_BIN (prebuilt release binaries; default:
 #   cargo build --release), CARGO_TARGET_DIR.
@@ -198,6 +198,8 @@ echo "META duration=$DURATION rounds=$ROUNDS load_before=$LOAD_BEFORE" \
 
 report_args=("$MEASUREMENTS")
 if ((WRITE_RESULTS)); then
-  report_args+=(--results "$HERE/RESULTS.md" --command "$COMMAND_LINE" --version "$("$BIN" --version)")
+  report_args+=(--results "$HERE/NODE_RESULTS.md" --command "$COMMAND_LINE" --version "$("$BIN" --version)")
 fi
 python3 "$HERE/report.py" "${report_args[@]}"
+
+if ((WRITE_RESULTS)); then bash "$HERE/results.sh"; fi

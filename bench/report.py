@@ -1,4 +1,4 @@
-"""Turn the measurements bench/node.sh recorded into the results table (and bench/RESULTS.md).
+"""Turn the measurements bench/node.sh recorded into the results table (and bench/NODE_RESULTS.md).
 
 Input: a file of `KIND key=value ...` lines (WRK, MEM, STARTUP, CLI, META; see bench/node.sh).
 Each wrk cell is measured in several rounds, ours and the floor back to back; the table shows

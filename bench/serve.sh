@@ -62,3 +62,5 @@ bench_args=(--gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$BIN" --workdir 
 ((WRITE_RESULTS)) && bench_args+=(--results "$HERE/SERVE_RESULTS.md" --command "$COMMAND_LINE")
 # Bounded: ~(runs x 2 spawns) + the event load + the calls; 1 h is far beyond a healthy run.
 timeout 3600 python3 "$HERE/serve_bench.py" "${bench_args[@]}"
+
+if ((WRITE_RESULTS)); then bash "$HERE/results.sh"; fi

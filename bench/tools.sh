@@ -69,3 +69,5 @@ results=()
 mkdir -p "$TMP/work"
 timeout 3600 python3 "$HERE/tools_bench.py" --gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$BIN" \
   --tree "$TMP/tree" --rg "$RG" --workdir "$TMP/work" --calls "$CALLS" --runs "$RUNS" "${results[@]}"
+
+if ((WRITE_RESULTS)); then bash "$HERE/results.sh"; fi
