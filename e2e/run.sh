@@ -81,6 +81,8 @@ drivers=(
   "conformance|bash $HERE/node/conformance.sh ${conformance_args[*]:-}"
   "clawmcp-cli|bash $HERE/node/clawmcp_cli.sh"
   "progress|bash $HERE/progress/run.sh node"
+  "stdio|bash $HERE/stdio/run.sh"
+  "lifecycle|bash $HERE/lifecycle/run.sh"
 )
 passed=() failed=()
 for entry in "${drivers[@]}"; do

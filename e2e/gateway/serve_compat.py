@@ -20,8 +20,11 @@ Every row checks two things:
   1. expectations on each bridge's answer (the seeded conversation is listed, the live event
      carries the injected text, ...), so the harness is validated against the real bridge;
   2. the two answers are equal: same keys and JSON types recursively, and equal values,
-     except the keys in EXEMPT_VALUE_KEYS (compared by type only); tools/list must be
-     exactly equal. Text results of the form "<summary>\\n\\n<json>" are compared as JSON.
+     except the keys in EXEMPT_VALUE_KEYS (compared by type only); tools/list entries must
+     be exactly equal (names, descriptions, inputSchema, execution) except that the
+     candidate may add `annotations` (behaviour hints, which upstream leaves out; see
+     CANDIDATE_EXTRA_KEYS). Text results of the form "<summary>\\n\\n<json>" are compared
+     as JSON.
 A row passes only if every bridge meets the expectations and the answers are equal.
 
 Usage: serve_compat.py --gateway-env ROOT/gateway.env [--candidate clawmcp|openclaw|none]
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import secrets
 import sys
 import time
@@ -71,6 +75,10 @@ EXEMPT_VALUE_KEYS = frozenset(
 )
 # ...and only where they are volatile, not anywhere in a result:
 EXEMPT_PATHS = ("$.result.serverInfo.",)
+# Keys only the candidate may add, and only in these objects: clawmcp annotates each tool with
+# behaviour hints (readOnlyHint, ...), which the real bridge does not send. Everything else in
+# a tools/list entry must still match exactly, and the reference never gets this allowance.
+CANDIDATE_EXTRA_KEYS = {"annotations": re.compile(r"^\$\.result\.tools\[\d+\]$")}
 PERMISSION_ID_ALPHABET = "abcdefghijkmnopqrstuvwxyz"  # the bridge's 5-letter ids exclude "l"
 INITIALIZE_TIMEOUT = 120.0  # openclaw needs 1-8 s, more when the machine is loaded
 CALL_TIMEOUT = 30.0
@@ -109,13 +117,18 @@ def is_exempt(path: str, key: str) -> bool:
     return key in EXEMPT_VALUE_KEYS and any(path.startswith(prefix) for prefix in EXEMPT_PATHS)
 
 
+def is_allowed_extra(path: str, key: str) -> bool:
+    where = CANDIDATE_EXTRA_KEYS.get(key)
+    return where is not None and where.match(path) is not None
+
+
 def structural_diff(ref: Any, cand: Any, path: str = "$", key: str = "") -> list[str]:
     """Differences between the reference and the candidate answer, as 'path: what' lines."""
     if json_type(ref) != json_type(cand):
         return [f"{path}: type {json_type(ref)} vs {json_type(cand)} ({_short(ref)} vs {_short(cand)})"]
     if isinstance(ref, dict):
         diffs = [f"{path}: key {k!r} missing" for k in ref if k not in cand]
-        diffs += [f"{path}: extra key {k!r}" for k in cand if k not in ref]
+        diffs += [f"{path}: extra key {k!r}" for k in cand if k not in ref and not is_allowed_extra(path, k)]
         for k in ref:
             if k in cand:
                 diffs += structural_diff(ref[k], cand[k], f"{path}.{k}", k)

@@ -59,6 +59,36 @@ class StructuralDiff(unittest.TestCase):
         cand = {"result": {"tools": [{"name": "events_pol"}]}}
         self.assertEqual(len(structural_diff(ref, cand)), 1)
 
+    def test_candidate_may_add_annotations_to_tools_list_entries_only(self) -> None:
+        tool = {"name": "events_poll", "description": "d", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}}
+        hints = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+        ref = {"result": {"tools": [tool]}}
+        self.assertEqual(structural_diff(ref, {"result": {"tools": [{**tool, "annotations": hints}]}}), [])
+        # Not in the reference's place, not elsewhere in a result, and no other extra key.
+        self.assertEqual(
+            structural_diff({"result": {"tools": [{**tool, "annotations": hints}]}}, ref),
+            ["$.result.tools[0]: key 'annotations' missing"],
+        )
+        self.assertEqual(
+            structural_diff({"result": {"events": [{}]}}, {"result": {"events": [{"annotations": hints}]}}),
+            ["$.result.events[0]: extra key 'annotations'"],
+        )
+        self.assertEqual(
+            structural_diff(ref, {"result": {"tools": [{**tool, "title": "Poll"}]}}),
+            ["$.result.tools[0]: extra key 'title'"],
+        )
+
+    def test_tools_list_names_descriptions_schemas_and_execution_still_compare_exactly(self) -> None:
+        tool = {"name": "events_poll", "description": "d", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}}
+        hints = {"readOnlyHint": True}
+        ref = {"result": {"tools": [tool]}}
+        for key, other in [("name", "events_pol"), ("description", "e"), ("inputSchema", {"type": "string"})]:
+            cand = {"result": {"tools": [{**tool, key: other, "annotations": hints}]}}
+            self.assertEqual(len(structural_diff(ref, cand)), 1, key)
+        without_execution = {k: v for k, v in tool.items() if k != "execution"}
+        cand = {"result": {"tools": [{**without_execution, "annotations": hints}]}}
+        self.assertEqual(structural_diff(ref, cand), ["$.result.tools[0]: key 'execution' missing"])
+
     def test_text_with_json_tail_compares_the_json(self) -> None:
         ref = text_result("conversations: 1", {"conversations": [{"sessionKey": "agent:main:main"}]})
         cand = text_result("conversations: 1", {"conversations": [{"sessionKey": "agent:main:other"}]})

@@ -60,6 +60,12 @@ pub struct NodeArgs {
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub approval_timeout_ms: u64,
 
+    /// Serve only the tools matching these comma-separated globs, e.g. 'system.which,device.*'
+    /// (`*` matches any characters, dots included); other tools are neither listed nor
+    /// callable. A pattern that matches no tool is an error. Default: every tool.
+    #[arg(long, env = "CLAWMCP_NODE_TOOLS", value_name = "PATTERNS")]
+    pub tools: Option<String>,
+
     #[command(flatten)]
     pub data_dir: DataDirArg,
 }
@@ -91,7 +97,7 @@ pub struct EndpointArgs {
 #[derive(Debug, Args)]
 pub struct CallArgs {
     /// The tool to call, e.g. system.which.
-    #[arg(required_unless_present = "list_tools", conflicts_with = "list_tools")]
+    #[arg(required_unless_present_any = ["list_tools", "stdio"], conflicts_with = "list_tools")]
     pub command: Option<String>,
 
     /// List the node's tools instead of calling one.
@@ -101,6 +107,13 @@ pub struct CallArgs {
     /// Tool arguments: a JSON object, or @path to read it from a file (@- for stdin).
     #[arg(long, value_name = "JSON|@FILE", conflicts_with = "list_tools")]
     pub params: Option<String>,
+
+    /// Be a stdio MCP server that relays every message to the running node: for MCP clients
+    /// that only speak stdio, or whose HTTP transport insists on OAuth. Reads one JSON-RPC
+    /// message per line on stdin, writes the node's answers (and progress) one per line on
+    /// stdout; ends at EOF. Each message is bounded by --timeout-ms.
+    #[arg(long, conflicts_with_all = ["command", "list_tools", "params"])]
+    pub stdio: bool,
 
     #[command(flatten)]
     pub endpoint: EndpointArgs,
@@ -227,6 +240,13 @@ pub struct ToolsArgs {
     /// Read the gateway token from a file (default: OPENCLAW_GATEWAY_TOKEN or openclaw.json).
     #[arg(long, global = true, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+
+    /// Serve only the tools matching these comma-separated globs, e.g. 'read,grep,sessions_*';
+    /// other tools are neither listed nor callable. Combines with OPENCLAW_MCP_ENABLED_TOOLS
+    /// by intersection. A pattern that matches no tool is logged as a warning. Default: every
+    /// tool.
+    #[arg(long, value_name = "PATTERNS")]
+    pub tools: Option<String>,
 }
 
 #[derive(Debug, Clone, Subcommand)]

@@ -1,5 +1,7 @@
-//! A small JSON-RPC client for the node's loopback HTTP endpoint, used by `call` and
-//! `approvals`. One connection per request: these are one-shot commands.
+//! A small JSON-RPC client for the node's loopback HTTP endpoint, used by `call`, `approvals`
+//! and the stdio relay (`call --stdio`). One connection per request: over loopback a connection
+//! costs little, and a relayed call that is abandoned closes its own connection, which the node
+//! takes as cancellation.
 //!
 //! It behaves like the upstream `winnode` client where users rely on it: the token comes from
 //! the data dir's token file unless given; an auto-loaded token is never sent to a non-loopback
@@ -8,16 +10,20 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::jsonrpc::request_frame;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::Request;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use futures_util::{Stream, StreamExt};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
+use sse_stream::SseStream;
 use tokio::net::TcpStream;
 
 /// Largest response accepted: well above any tool result (screenshots), bounded so a wrong
@@ -48,6 +54,20 @@ pub enum RpcAnswer {
     Result(Value),
     Error { code: i64, message: String },
 }
+
+/// What the node answered to one relayed message ([`NodeClient::post_message`]).
+pub enum NodeReply {
+    /// `202`/`204`: a notification (or a client's response) was taken; there is nothing to relay.
+    Accepted,
+    /// `200 application/json`: one JSON-RPC frame.
+    Frame(Bytes),
+    /// `200 text/event-stream`: the `data` of each event as it arrives (a `tools/call` with a
+    /// progress token: its progress notifications, then its response).
+    Events(EventFrames),
+}
+
+/// The frames of a streamed answer, in order; an error ends the stream.
+pub type EventFrames = Pin<Box<dyn Stream<Item = Result<String, ClientError>> + Send>>;
 
 /// Why a call did not produce a JSON-RPC answer.
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +145,15 @@ impl NodeClient {
         self.host.eq_ignore_ascii_case("localhost") || self.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
 
+    /// How long one exchange may take (`--timeout-ms`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
     pub fn endpoint(&self) -> String {
         let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         format!("http://{host}:{}{}", self.port, self.path)
@@ -156,6 +185,21 @@ impl NodeClient {
             }
             _ => (self, TokenSource::None),
         }
+    }
+
+    /// Re-reads the token file after the node refused our token (`clawmcp token --reset` while
+    /// we run): a client holding a different token than the file, for a loopback endpoint, or
+    /// `None` when there is nothing new to try.
+    pub fn with_reloaded_token(&self, token_file: &Path) -> Option<Self> {
+        if !self.is_loopback() {
+            return None;
+        }
+        let text = std::fs::read_to_string(token_file).ok()?;
+        let fresh = text.trim();
+        if fresh.is_empty() || self.token.as_deref() == Some(fresh) {
+            return None;
+        }
+        Some(NodeClient { token: Some(fresh.to_string()), ..self.clone() })
     }
 
     /// Sends a request and waits for its answer.
@@ -198,45 +242,100 @@ impl NodeClient {
         }
     }
 
-    async fn post(&self, body: String) -> Result<(u16, Bytes), ClientError> {
+    /// Relays one JSON-RPC message exactly as given and returns the node's answer, streamed when
+    /// the node streams it (`Accept` names `text/event-stream`, so a `tools/call` with a progress
+    /// token is answered with its progress). Unbounded in time: the caller bounds the whole
+    /// exchange, stream included, with [`timeout`](Self::timeout). Dropping the reply closes the
+    /// connection, which cancels the call on the node.
+    pub async fn post_message(&self, body: Bytes) -> Result<NodeReply, ClientError> {
         let endpoint = self.endpoint();
-        let exchange = async {
-            let stream = TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| {
-                if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                    ClientError::Refused { endpoint: endpoint.clone() }
-                } else {
-                    ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() }
-                }
-            })?;
-            let connect_error =
-                |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
-            let (mut sender, connection) =
-                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(connect_error)?;
-            tokio::spawn(connection);
-            let host_header = if self.port == 80 { self.host.clone() } else { format!("{}:{}", self.host, self.port) };
-            let mut request = Request::post(self.path.as_str())
-                .header(HOST, host_header)
-                .header(CONTENT_TYPE, "application/json")
-                .header("accept", "application/json");
-            if let Some(token) = &self.token {
-                request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        let response = self.send(body, "application/json, text/event-stream").await?;
+        let status = response.status().as_u16();
+        let media_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
+        match status {
+            200 if media_type.as_deref() == Some("text/event-stream") => {
+                // The SSE decoder wants a concrete error type; the cap's error travels inside it.
+                let limited = Limited::new(response.into_body(), MAX_RESPONSE_BYTES).map_err(std::io::Error::other);
+                let frames = SseStream::new(limited).filter_map(move |event| {
+                    let frame = match event {
+                        Ok(event) => event.data.map(Ok),
+                        Err(sse_stream::Error::Body(e)) => Some(Err(body_error(&endpoint, e.as_ref()))),
+                        Err(e) => {
+                            Some(Err(ClientError::BadResponse { endpoint: endpoint.clone(), reason: e.to_string() }))
+                        }
+                    };
+                    std::future::ready(frame)
+                });
+                Ok(NodeReply::Events(Box::pin(frames)))
             }
-            let request = request.body(Full::new(Bytes::from(body))).expect("a valid request");
-            let response = sender.send_request(request).await.map_err(connect_error)?;
+            200 => Ok(NodeReply::Frame(self.read_body(response).await?)),
+            202 | 204 => Ok(NodeReply::Accepted),
+            401 => Err(ClientError::Unauthorized { endpoint, hint: String::new() }),
+            _ => {
+                let body = self.read_body(response).await.unwrap_or_default();
+                Err(ClientError::Http { endpoint, status, body: first_line(&body) })
+            }
+        }
+    }
+
+    async fn post(&self, body: String) -> Result<(u16, Bytes), ClientError> {
+        let exchange = async {
+            let response = self.send(Bytes::from(body), "application/json").await?;
             let status = response.status().as_u16();
-            let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-                .collect()
-                .await
-                .map_err(|e| match e.downcast::<http_body_util::LengthLimitError>() {
-                    Ok(_) => ClientError::TooLarge { endpoint: endpoint.clone() },
-                    Err(e) => ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() },
-                })?
-                .to_bytes();
-            Ok((status, bytes))
+            Ok((status, self.read_body(response).await?))
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| ClientError::Timeout { endpoint: self.endpoint(), ms: self.timeout.as_millis() })?
+    }
+
+    /// Connects and sends one POST; the response head is back, its body not yet read.
+    async fn send(&self, body: Bytes, accept: &'static str) -> Result<Response<Incoming>, ClientError> {
+        let endpoint = self.endpoint();
+        let stream = TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                ClientError::Refused { endpoint: endpoint.clone() }
+            } else {
+                ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() }
+            }
+        })?;
+        let connect_error =
+            |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(connect_error)?;
+        tokio::spawn(connection);
+        let host_header = if self.port == 80 { self.host.clone() } else { format!("{}:{}", self.host, self.port) };
+        let mut request = Request::post(self.path.as_str())
+            .header(HOST, host_header)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, accept);
+        if let Some(token) = &self.token {
+            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request.body(Full::new(body)).expect("a valid request");
+        sender.send_request(request).await.map_err(connect_error)
+    }
+
+    /// A whole response body, capped at [`MAX_RESPONSE_BYTES`].
+    async fn read_body(&self, response: Response<Incoming>) -> Result<Bytes, ClientError> {
+        match Limited::new(response.into_body(), MAX_RESPONSE_BYTES).collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) => Err(body_error(&self.endpoint(), e.as_ref())),
+        }
+    }
+}
+
+/// A body that could not be read: over the cap, or the connection failed.
+fn body_error(endpoint: &str, error: &(dyn std::error::Error + Send + Sync + 'static)) -> ClientError {
+    let wrapped = error.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
+    if error.is::<LengthLimitError>() || wrapped.is_some_and(|inner| inner.is::<LengthLimitError>()) {
+        ClientError::TooLarge { endpoint: endpoint.to_string() }
+    } else {
+        ClientError::Connect { endpoint: endpoint.to_string(), reason: error.to_string() }
     }
 }
 
@@ -281,6 +380,85 @@ mod tests {
             NodeClient::new(None, 1, Duration::from_secs(1)).unwrap().with_token(Some("x".into()), &file);
         assert_eq!(flagged.token.as_deref(), Some("x"));
         assert!(matches!(source, TokenSource::Flag));
+    }
+
+    #[test]
+    fn a_rotated_token_is_reloaded_only_when_it_changed_and_only_for_loopback() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mcp-token.txt");
+        std::fs::write(&file, "old\n").unwrap();
+        let (client, _) = NodeClient::new(None, 1, Duration::from_secs(1)).unwrap().with_token(None, &file);
+        assert!(client.with_reloaded_token(&file).is_none(), "the same token is nothing new to try");
+        std::fs::write(&file, "new\n").unwrap();
+        let reloaded = client.with_reloaded_token(&file).expect("a new token");
+        assert_eq!(reloaded.token.as_deref(), Some("new"));
+        assert_eq!(reloaded.endpoint(), client.endpoint());
+        std::fs::write(&file, " \n").unwrap();
+        assert!(client.with_reloaded_token(&file).is_none(), "a blank file is no token");
+        std::fs::remove_file(&file).unwrap();
+        assert!(client.with_reloaded_token(&file).is_none());
+        std::fs::write(&file, "new\n").unwrap();
+        let tokenless = NodeClient::new(None, 1, Duration::from_secs(1)).unwrap();
+        assert_eq!(tokenless.with_reloaded_token(&file).and_then(|c| c.token), Some("new".into()));
+        let remote = NodeClient::new(Some("http://192.0.2.1:1/"), 1, Duration::from_secs(1)).unwrap();
+        assert!(remote.with_reloaded_token(&file).is_none(), "file tokens never go off the machine");
+    }
+
+    /// A one-shot HTTP server on loopback: answers the first request `200` with `body` as `content_type`.
+    async fn answering_once(content_type: &'static str, body: Vec<u8>) -> NodeClient {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // The relayed message is `{}`: the request is complete once it arrived.
+            while !request.ends_with(b"{}") {
+                let read = socket.read(&mut chunk).await.unwrap();
+                assert_ne!(read, 0, "the client closed before sending its request");
+                request.extend_from_slice(&chunk[..read]);
+            }
+            let head =
+                format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n", body.len());
+            socket.write_all(head.as_bytes()).await.unwrap();
+            let _ = socket.write_all(&body).await;
+        });
+        NodeClient::new(None, port, Duration::from_secs(60)).unwrap()
+    }
+
+    /// An SSE body of exactly `len` bytes carrying one event.
+    fn sse_body(len: usize) -> Vec<u8> {
+        let framing = "data: \n\n".len();
+        format!("data: {}\n\n", "x".repeat(len - framing)).into_bytes()
+    }
+
+    #[tokio::test]
+    async fn streamed_answers_are_capped_at_max_response_bytes() {
+        let client = answering_once("text/event-stream", sse_body(MAX_RESPONSE_BYTES)).await;
+        let Ok(NodeReply::Events(mut events)) = client.post_message(Bytes::from_static(b"{}")).await else {
+            panic!("an event stream was expected");
+        };
+        let data = events.next().await.expect("one event").expect("within the cap");
+        assert_eq!(data.len(), MAX_RESPONSE_BYTES - "data: \n\n".len());
+        assert!(events.next().await.is_none());
+
+        let client = answering_once("text/event-stream", sse_body(MAX_RESPONSE_BYTES + 1)).await;
+        let Ok(NodeReply::Events(mut events)) = client.post_message(Bytes::from_static(b"{}")).await else {
+            panic!("an event stream was expected");
+        };
+        assert!(matches!(events.next().await, Some(Err(ClientError::TooLarge { .. }))));
+    }
+
+    #[tokio::test]
+    async fn whole_answers_are_capped_at_max_response_bytes() {
+        let client = answering_once("application/json", vec![b' '; MAX_RESPONSE_BYTES]).await;
+        let Ok(NodeReply::Frame(body)) = client.post_message(Bytes::from_static(b"{}")).await else {
+            panic!("a whole answer was expected");
+        };
+        assert_eq!(body.len(), MAX_RESPONSE_BYTES);
+        let client = answering_once("application/json", vec![b' '; MAX_RESPONSE_BYTES + 1]).await;
+        assert!(matches!(client.post_message(Bytes::from_static(b"{}")).await, Err(ClientError::TooLarge { .. })));
     }
 
     #[test]

@@ -5,8 +5,10 @@ mod args;
 mod client;
 mod commands;
 mod exit;
+mod lifecycle;
 mod logging;
 mod output;
+mod stdio_relay;
 
 use std::process::ExitCode;
 

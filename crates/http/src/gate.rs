@@ -10,12 +10,32 @@
 //!
 //! `Sec-Fetch-Mode` is deliberately not a browser signal: Node's fetch (undici), which the
 //! TypeScript MCP SDK uses, sends `sec-fetch-mode: cors`.
+//!
+//! # The one answer given before the token: OAuth discovery is `404`
+//!
+//! A `GET` for OAuth discovery metadata (RFC 9728 protected-resource metadata, RFC 8414
+//! authorization-server metadata, OpenID Connect discovery; see [`is_oauth_discovery`]) is
+//! answered `404` with an empty body once the peer, browser and Host checks passed, *before* the
+//! bearer check. The node has no authorization server: its token comes from a file, and a client
+//! configured with a static `Authorization` header needs to learn only that there is no OAuth
+//! here. `404` is the answer both official SDKs read that way (TypeScript 1.32: protected-resource
+//! metadata "not implemented", authorization-server metadata "try the next URL"; Python 2.3: "not
+//! served at this URL, try the next candidate"). The alternatives break clients:
+//! - `401` (the bearer check first) tells a client that probes before connecting, or without its
+//!   configured headers, that discovery itself needs authorization;
+//! - `200` with the text probe (what an authenticated `GET` gets) is not JSON: the TypeScript SDK
+//!   throws parsing authorization-server metadata and aborts the connection;
+//! - `5xx` makes the Python SDK stop with "metadata request failed".
+//!
+//! The exception reveals nothing (the paths are public, the answer is constant and empty) and
+//! dispatches nothing; every other path and verb still needs the token first. The browser and
+//! Host checks still come first, and no `Access-Control-*` header is emitted here either.
 
 use std::net::IpAddr;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Body;
 
@@ -28,6 +48,8 @@ pub(crate) enum Refusal {
     OriginPresent,
     BrowserContext,
     HostNotAllowed,
+    /// OAuth discovery: there is no authorization server here (see the module docs).
+    NoOAuth,
     Unauthorized,
     MethodNotAllowed,
     UnsupportedMediaType,
@@ -44,6 +66,7 @@ impl Refusal {
             Refusal::NotLoopback | Refusal::OriginPresent | Refusal::BrowserContext | Refusal::HostNotAllowed => {
                 StatusCode::FORBIDDEN
             }
+            Refusal::NoOAuth => StatusCode::NOT_FOUND,
             Refusal::Unauthorized => StatusCode::UNAUTHORIZED,
             Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Refusal::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -61,6 +84,7 @@ impl Refusal {
             Refusal::OriginPresent => "origin not allowed",
             Refusal::BrowserContext => "browser context not allowed",
             Refusal::HostNotAllowed => "host not allowed",
+            Refusal::NoOAuth => "no OAuth metadata: this server takes the bearer token from its token file",
             Refusal::Unauthorized => "missing or invalid bearer token",
             Refusal::MethodNotAllowed => "POST only",
             Refusal::UnsupportedMediaType => "application/json required",
@@ -83,6 +107,12 @@ impl Refusal {
     }
 
     pub(crate) fn into_response(self) -> Response<Full<Bytes>> {
+        if self == Refusal::NoOAuth {
+            // Empty: a client reads only the status, and the text (for our log) names the token file.
+            let mut response = Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = self.status();
+            return response;
+        }
         let mut response = plain_text(self.status(), self.text().to_owned());
         if let Some((name, value)) = self.extra_header() {
             response.headers_mut().insert(name, value);
@@ -100,7 +130,9 @@ pub(crate) fn plain_text(status: StatusCode, text: String) -> Response<Full<Byte
 }
 
 /// Checks 1-4 of spec 000's order: loopback peer, browser signals, Host, bearer token. Applies
-/// to every verb, so nothing is dispatched, not even the GET probe, without the token.
+/// to every verb, so nothing is dispatched, not even the GET probe, without the token. The one
+/// exception, OAuth discovery, is refused with `404` between the Host and token checks (see the
+/// module docs).
 pub(crate) fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<(), Refusal> {
     if !peer.to_canonical().is_loopback() {
         return Err(Refusal::NotLoopback);
@@ -118,11 +150,37 @@ pub(crate) fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) ->
     if !host_ok {
         return Err(Refusal::HostNotAllowed);
     }
+    if is_oauth_discovery(request) {
+        return Err(Refusal::NoOAuth);
+    }
     let presented = single(headers, header::AUTHORIZATION).and_then(|value| bearer_credential(value.as_bytes()));
     match presented {
         Some(credential) if token.verify(credential) => Ok(()),
         _ => Err(Refusal::Unauthorized),
     }
+}
+
+/// Well-known documents OAuth clients fetch to find an authorization server: RFC 9728, RFC 8414,
+/// OpenID Connect Discovery 1.0.
+const OAUTH_WELL_KNOWN: [&str; 3] = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+];
+
+/// A `GET` for OAuth discovery metadata, in every form the SDKs build: a well-known document at
+/// the root, with the resource's path after it (`/.well-known/oauth-protected-resource/mcp`, RFC
+/// 9728 and RFC 8414 path insertion), or OpenID configuration appended to the path
+/// (`/mcp/.well-known/openid-configuration`, OpenID Connect Discovery 1.0).
+fn is_oauth_discovery<B>(request: &Request<B>) -> bool {
+    if request.method() != Method::GET {
+        return false;
+    }
+    let path = request.uri().path();
+    let under_well_known = OAUTH_WELL_KNOWN
+        .iter()
+        .any(|document| path.strip_prefix(document).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')));
+    under_well_known || path.ends_with("/.well-known/openid-configuration")
 }
 
 /// Check 7: a POST's media type (before any `;` parameters) is `application/json`. A browser
@@ -336,6 +394,7 @@ mod tests {
             Refusal::OriginPresent,
             Refusal::BrowserContext,
             Refusal::HostNotAllowed,
+            Refusal::NoOAuth,
             Refusal::Unauthorized,
             Refusal::MethodNotAllowed,
             Refusal::UnsupportedMediaType,
@@ -348,7 +407,68 @@ mod tests {
             let response = refusal.into_response();
             assert_eq!(response.status(), refusal.status());
             assert!(response.headers().keys().all(|name| !name.as_str().starts_with("access-control-")));
-            assert_eq!(response.headers()[header::CONTENT_TYPE], "text/plain; charset=utf-8");
+            if refusal == Refusal::NoOAuth {
+                assert!(response.headers().get(header::CONTENT_TYPE).is_none());
+                assert_eq!(Body::size_hint(response.body()).exact(), Some(0));
+            } else {
+                assert_eq!(response.headers()[header::CONTENT_TYPE], "text/plain; charset=utf-8");
+            }
         }
+    }
+
+    #[test]
+    fn oauth_discovery_paths_in_every_form_the_sdks_build() {
+        let get = |path: &str| is_oauth_discovery(&Request::get(path).body(()).unwrap());
+        for path in [
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/",
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-authorization-server/tenant/1",
+            "/.well-known/openid-configuration",
+            "/.well-known/openid-configuration/mcp",
+            "/mcp/.well-known/openid-configuration",
+            "/.well-known/oauth-protected-resource?x=1",
+        ] {
+            assert!(get(path), "{path}");
+        }
+        for path in [
+            "/",
+            "/mcp",
+            "/.well-known",
+            "/.well-known/",
+            "/.well-known/oauth-protected-resourcex",
+            "/.well-known/oauth-authorization-server-x",
+            "/mcp/.well-known/oauth-protected-resource",
+            "/.well-known/openid-configuration.json",
+            "/.well-known/security.txt",
+        ] {
+            assert!(!get(path), "{path}");
+        }
+        for method in [Method::POST, Method::HEAD, Method::PUT, Method::OPTIONS] {
+            let request = Request::builder().method(method.clone()).uri("/.well-known/oauth-protected-resource");
+            assert!(!is_oauth_discovery(&request.body(()).unwrap()), "{method}");
+        }
+    }
+
+    #[test]
+    fn oauth_discovery_is_answered_after_the_browser_and_host_checks_and_before_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let (live, token) = live_token(&dir);
+        let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let probe = || Request::get("/.well-known/oauth-protected-resource").header("host", "127.0.0.1:8765");
+        assert_eq!(admit(local, &probe().body(()).unwrap(), &live), Err(Refusal::NoOAuth));
+        let wrong_token = probe().header("authorization", "Bearer nope").body(()).unwrap();
+        assert_eq!(admit(local, &wrong_token, &live), Err(Refusal::NoOAuth));
+        let right_token = probe().header("authorization", format!("Bearer {token}")).body(()).unwrap();
+        assert_eq!(admit(local, &right_token, &live), Err(Refusal::NoOAuth));
+        let lan = IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20));
+        assert_eq!(admit(lan, &probe().body(()).unwrap(), &live), Err(Refusal::NotLoopback));
+        let browser = probe().header("origin", "http://127.0.0.1:8765").body(()).unwrap();
+        assert_eq!(admit(local, &browser, &live), Err(Refusal::OriginPresent));
+        let referred = probe().header("referer", "http://127.0.0.1:8765/").body(()).unwrap();
+        assert_eq!(admit(local, &referred, &live), Err(Refusal::BrowserContext));
+        let rebound = Request::get("/.well-known/oauth-protected-resource").header("host", "evil.example");
+        assert_eq!(admit(local, &rebound.body(()).unwrap(), &live), Err(Refusal::HostNotAllowed));
     }
 }

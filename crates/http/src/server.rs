@@ -2,7 +2,10 @@
 //! connection cap, and take each request through gate, pools, body read and dispatch.
 //!
 //! One request, in order (spec 000):
-//! 1. the gate (loopback, browser signals, Host, bearer token) for every verb;
+//! 1. the gate (loopback, browser signals, Host, bearer token) for every verb; an OAuth
+//!    discovery `GET` (`/.well-known/oauth-protected-resource`, ...) is answered `404` just
+//!    before the token check, so clients with a static bearer header learn there is no OAuth
+//!    here (see `gate`);
 //! 2. `GET` is the probe, any other verb but `POST` is `405`;
 //! 3. media type, declared length;
 //! 4. an ingress slot, then the body (size- and time-capped) and its JSON-RPC parse;

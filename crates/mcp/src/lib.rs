@@ -7,6 +7,7 @@
 //! - [`types`]: tool descriptors, tool results, the per-call context (cancel, progress).
 //! - [`server`]: the dispatcher and the [`McpService`] trait a surface implements.
 //! - [`stdio`]: newline-delimited transport for the stdio surfaces.
+//! - [`tool_filter`]: `--tools PATTERNS`, globs narrowing what a surface serves.
 //!
 //! Data flows one way: a transport parses bytes into an [`Incoming`], the [`McpServer`] applies
 //! the protocol rules and calls the service, and the transport writes the frame it gets back.
@@ -15,6 +16,7 @@ pub mod cancel;
 pub mod jsonrpc;
 pub mod server;
 pub mod stdio;
+pub mod tool_filter;
 pub mod types;
 
 pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
@@ -22,4 +24,5 @@ pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use server::{
     CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT, WireStyle,
 };
+pub use tool_filter::{ToolFilter, ToolFilterError};
 pub use types::{CallContext, Content, FrameSink, Progress, Tool, ToolAnnotations, ToolResult, permissive_schema};

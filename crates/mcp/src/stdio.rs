@@ -174,7 +174,7 @@ where
 }
 
 /// One input line, or the fact that a line was too long (its bytes were discarded).
-enum Line {
+pub enum Line {
     Complete(Vec<u8>),
     TooLong,
 }
@@ -182,7 +182,7 @@ enum Line {
 /// Reads newline-terminated lines without ever holding more than `max` bytes of one line:
 /// past the cap the rest of the line is skipped as it streams in. Cancel-safe: partial lines
 /// stay in `self` between calls.
-struct BoundedLines<R> {
+pub struct BoundedLines<R> {
     reader: BufReader<R>,
     max: usize,
     line: Vec<u8>,
@@ -190,11 +190,12 @@ struct BoundedLines<R> {
 }
 
 impl<R: AsyncRead + Unpin> BoundedLines<R> {
-    fn new(input: R, max: usize) -> Self {
+    pub fn new(input: R, max: usize) -> Self {
         BoundedLines { reader: BufReader::new(input), max, line: Vec::new(), discarding: false }
     }
 
-    async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+    /// The next line (without its newline), `None` at EOF.
+    pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
@@ -230,7 +231,9 @@ impl<R: AsyncRead + Unpin> BoundedLines<R> {
     }
 }
 
-async fn write_frames<W: AsyncWrite + Unpin>(
+/// Owns an output: every frame is written whole followed by a newline, so frames never
+/// interleave; flushes when nothing else is queued. Cancels `failed` if writing fails.
+pub async fn write_frames<W: AsyncWrite + Unpin>(
     mut output: W,
     mut frames: mpsc::Receiver<String>,
     failed: CancellationToken,

@@ -10,9 +10,15 @@
 //!
 //! Tools that read the gateway wait for the bridge to be ready; `events_poll`, `events_wait`
 //! and `permissions_list_open` read local state and answer at once, as upstream.
+//!
+//! One addition to upstream's `tools/list`: behaviour hints (`annotations`), which upstream
+//! leaves out. Names, descriptions and schemas stay byte-identical, so a client keyed on them
+//! sees no change; a client that reads hints learns that seven tools only read, that
+//! `messages_send` reaches people outside (a new message per call), and that
+//! `permissions_respond` can let a pending command run.
 
 use clawmcp_gateway::{GatewayClient, GatewayError};
-use clawmcp_mcp::{CallContext, Content, Tool, ToolResult};
+use clawmcp_mcp::{CallContext, Content, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +37,20 @@ pub const MESSAGES_READ_LIMIT: u64 = 200;
 const APPROVAL_KINDS: [&str; 2] = ["exec", "plugin"];
 const APPROVAL_DECISIONS: [&str; 3] = ["allow-once", "allow-always", "deny"];
 
+/// Reads the gateway's sessions or this bridge's own queue: nothing changes, the same call
+/// answers the same until new events arrive, and the domain is the gateway's, not the world's.
+const READS: ToolAnnotations = ToolAnnotations::READ_ONLY;
+
+/// Delivers a message to the conversation's people on their channel: nothing is destroyed, but
+/// every call sends one more message, to recipients outside this machine.
+const SENDS: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: false, idempotent_hint: false, open_world_hint: true };
+
+/// Decides an approval: "allow" lets a pending command run on the gateway's hosts, which may do
+/// anything, so a client should confirm. A decided request cannot be decided again (idempotent).
+const DECIDES: ToolAnnotations =
+    ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: true };
+
 /// The `tools/list` entries, in upstream order.
 pub(crate) fn descriptors() -> Vec<Tool> {
     let schema = |properties: Value, required: &[&str]| {
@@ -45,11 +65,11 @@ pub(crate) fn descriptors() -> Vec<Tool> {
     let string = || json!({"type": "string"});
     let non_empty = || json!({"type": "string", "minLength": 1});
     let cursor = || int(0, crate::args::MAX_SAFE_INTEGER);
-    let tool = |name: &str, description: &str, input_schema: Value| Tool {
+    let tool = |name: &str, description: &str, input_schema: Value, annotations: ToolAnnotations| Tool {
         name: name.to_owned(),
         description: description.to_owned(),
         input_schema,
-        annotations: None,
+        annotations: Some(annotations),
     };
     vec![
         tool(
@@ -60,16 +80,19 @@ pub(crate) fn descriptors() -> Vec<Tool> {
                        "includeDerivedTitles": {"type": "boolean"}, "includeLastMessage": {"type": "boolean"}}),
                 &[],
             ),
+            READS,
         ),
         tool(
             "conversation_get",
             "Get one OpenClaw conversation by session key.",
             schema(json!({"session_key": non_empty()}), &["session_key"]),
+            READS,
         ),
         tool(
             "messages_read",
             "Read recent messages for one OpenClaw conversation.",
             schema(json!({"session_key": non_empty(), "limit": int(1, MESSAGES_READ_LIMIT)}), &["session_key"]),
+            READS,
         ),
         tool(
             "attachments_fetch",
@@ -78,11 +101,13 @@ pub(crate) fn descriptors() -> Vec<Tool> {
                 json!({"session_key": non_empty(), "message_id": non_empty(), "limit": int(1, MESSAGES_READ_LIMIT)}),
                 &["session_key", "message_id"],
             ),
+            READS,
         ),
         tool(
             "events_poll",
             "Poll queued OpenClaw conversation events since a cursor.",
             schema(json!({"after_cursor": cursor(), "session_key": string(), "limit": int(1, EVENTS_POLL_LIMIT)}), &[]),
+            READS,
         ),
         tool(
             "events_wait",
@@ -92,16 +117,19 @@ pub(crate) fn descriptors() -> Vec<Tool> {
                        "timeout_ms": int(1, EVENTS_WAIT_TIMEOUT_LIMIT.as_millis() as u64)}),
                 &[],
             ),
+            READS,
         ),
         tool(
             "messages_send",
             "Send a message back through the same OpenClaw conversation route.",
             schema(json!({"session_key": non_empty(), "text": non_empty()}), &["session_key", "text"]),
+            SENDS,
         ),
         tool(
             "permissions_list_open",
             "List open OpenClaw exec or plugin approval requests visible through the Gateway.",
             schema(json!({}), &[]),
+            READS,
         ),
         tool(
             "permissions_respond",
@@ -111,6 +139,7 @@ pub(crate) fn descriptors() -> Vec<Tool> {
                        "decision": {"type": "string", "enum": APPROVAL_DECISIONS}}),
                 &["kind", "id", "decision"],
             ),
+            DECIDES,
         ),
     ]
 }
@@ -364,12 +393,28 @@ mod tests {
     use super::*;
 
     /// The golden `tools/list` of the real bridge (`real-gateway-transcripts.md` section 2),
-    /// minus `execution`, which our MCP core does not emit.
+    /// minus `execution`, which the dispatcher's wire style adds to every entry.
     const GOLDEN_TOOLS: &str = r#"[{"name":"conversations_list","description":"List OpenClaw channel-backed conversations available through session routes.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":500},"search":{"type":"string"},"channel":{"type":"string"},"includeDerivedTitles":{"type":"boolean"},"includeLastMessage":{"type":"boolean"}}}},{"name":"conversation_get","description":"Get one OpenClaw conversation by session key.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"session_key":{"type":"string","minLength":1}},"required":["session_key"]}},{"name":"messages_read","description":"Read recent messages for one OpenClaw conversation.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"session_key":{"type":"string","minLength":1},"limit":{"type":"integer","minimum":1,"maximum":200}},"required":["session_key"]}},{"name":"attachments_fetch","description":"List non-text attachments for a message in one OpenClaw conversation.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"session_key":{"type":"string","minLength":1},"message_id":{"type":"string","minLength":1},"limit":{"type":"integer","minimum":1,"maximum":200}},"required":["session_key","message_id"]}},{"name":"events_poll","description":"Poll queued OpenClaw conversation events since a cursor.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"after_cursor":{"type":"integer","minimum":0,"maximum":9007199254740991},"session_key":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200}}}},{"name":"events_wait","description":"Wait for the next queued OpenClaw conversation event.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"after_cursor":{"type":"integer","minimum":0,"maximum":9007199254740991},"session_key":{"type":"string"},"timeout_ms":{"type":"integer","minimum":1,"maximum":300000}}}},{"name":"messages_send","description":"Send a message back through the same OpenClaw conversation route.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"session_key":{"type":"string","minLength":1},"text":{"type":"string","minLength":1}},"required":["session_key","text"]}},{"name":"permissions_list_open","description":"List open OpenClaw exec or plugin approval requests visible through the Gateway.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{}}},{"name":"permissions_respond","description":"Allow or deny one pending OpenClaw exec or plugin approval request.","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"kind":{"type":"string","enum":["exec","plugin"]},"id":{"type":"string","minLength":1},"decision":{"type":"string","enum":["allow-once","allow-always","deny"]}},"required":["kind","id","decision"]}}]"#;
 
     #[test]
-    fn tools_list_is_byte_identical_to_the_golden_one() {
-        assert_eq!(serde_json::to_string(&descriptors()).unwrap(), GOLDEN_TOOLS);
+    fn tools_list_is_byte_identical_to_the_golden_one_apart_from_the_added_hints() {
+        let upstream: Vec<Tool> = descriptors().into_iter().map(|tool| Tool { annotations: None, ..tool }).collect();
+        assert_eq!(serde_json::to_string(&upstream).unwrap(), GOLDEN_TOOLS);
+    }
+
+    #[test]
+    fn only_sending_and_deciding_are_not_read_only() {
+        for tool in descriptors() {
+            let hints = tool.annotations.expect("every tool has hints");
+            let hints = (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint);
+            // (read-only, destructive, idempotent, open world)
+            let expected = match tool.name.as_str() {
+                "messages_send" => (false, false, false, true),
+                "permissions_respond" => (false, true, true, true),
+                _ => (true, false, true, false),
+            };
+            assert_eq!(hints, expected, "{}", tool.name);
+        }
     }
 
     #[test]

@@ -4,6 +4,9 @@
 //! raw text), `tools/list` as the whole result; a tool error's text on stderr with exit 1. On
 //! Ctrl-C the call is cancelled on the node (`notifications/cancelled`), so a long `system.run`
 //! really stops.
+//!
+//! `call --stdio` is not one request but a whole MCP session relayed to the node: see
+//! [`crate::stdio_relay`].
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,6 +25,9 @@ use crate::output;
 const CANCEL_CONFIRM: Duration = Duration::from_secs(6);
 
 pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
+    if args.stdio {
+        return crate::stdio_relay::run(&args.endpoint);
+    }
     let (client, source) = node_client(&args.endpoint)?;
     let (method, params) = match &args.command {
         Some(command) => {

@@ -12,20 +12,21 @@ use anyhow::Context;
 use clawmcp_http::{HttpConfig, Limits};
 use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo};
 use clawmcp_node::approvals::{ApprovalsApi, ExecApprovals};
-use clawmcp_node::device::DeviceCapability;
+use clawmcp_node::registry::ToolFilter;
 use clawmcp_node::settings::LiveSettings;
-use clawmcp_node::system::SystemCapability;
 use clawmcp_node::{NodeMcpService, Registry};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::NodeArgs;
 use crate::commands::{data_dir, stop_on_signal};
+use crate::exit::UsageError;
 use crate::output;
 
 /// `serverInfo.name` in `initialize`.
 pub const SERVER_NAME: &str = "clawmcp-node";
 
 pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    let filter = ToolFilter::parse(args.tools.as_deref().unwrap_or_default()).map_err(|e| UsageError(e.to_string()))?;
     let data = data_dir(&args.data_dir)?;
     data.ensure()?;
     let settings = Arc::new(LiveSettings::open(data.settings_path())?);
@@ -48,10 +49,10 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
             ExecApprovals::open(data.exec_approvals_path())
                 .with_prompt_timeout(Duration::from_millis(args.approval_timeout_ms)),
         );
-        let registry = Arc::new(Registry::new());
-        registry.register(Arc::new(SystemCapability::new(settings.clone(), approvals.clone())));
-        registry.register(Arc::new(DeviceCapability::new()));
-        let service = NodeMcpService::new(registry).with_local_methods(Arc::new(ApprovalsApi(approvals)));
+        let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
+        check_filter(&registry, &filter)?;
+        let service =
+            NodeMcpService::new(registry).with_filter(filter).with_local_methods(Arc::new(ApprovalsApi(approvals)));
         let info = ServerInfo { name: SERVER_NAME.into(), version: env!("CARGO_PKG_VERSION").into() };
         let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow));
 
@@ -70,4 +71,21 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         output::note("clawmcp node: stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// A `--tools` pattern that selects nothing is a typo or a stale list: refuse to start rather
+/// than serve less than the user meant.
+fn check_filter(registry: &Registry, filter: &ToolFilter) -> Result<(), UsageError> {
+    let unmatched = registry.unmatched_patterns(filter);
+    if unmatched.is_empty() {
+        return Ok(());
+    }
+    let available: Vec<&str> = registry.commands().into_iter().map(|(_, spec)| spec.name).collect();
+    Err(UsageError(format!(
+        "--tools pattern{} {} match{} no tool this node serves\nhint: available tools: {}",
+        if unmatched.len() == 1 { "" } else { "s" },
+        unmatched.iter().map(|pattern| format!("`{pattern}`")).collect::<Vec<_>>().join(", "),
+        if unmatched.len() == 1 { "es" } else { "" },
+        available.join(", ")
+    )))
 }

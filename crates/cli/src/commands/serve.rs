@@ -4,15 +4,16 @@
 //! gateway is resolved from them, `OPENCLAW_*` and `openclaw.json` inside the crate. The device
 //! key is kept in `<data dir>/serve/` (the clawmcp data dir, `CLAWMCP_DATA_DIR` or
 //! `~/.config/clawmcp`), apart from any node key, because a key paired as an operator would need
-//! manual approval to become a node. SIGINT/SIGTERM end the session cleanly.
+//! manual approval to become a node. EOF on stdin, SIGINT/SIGTERM and the death of the parent
+//! process end the session cleanly (`crate::lifecycle`).
 
 use std::process::ExitCode;
 
 use clawmcp_serve::{ClaudeChannelMode, ConnectOverrides, Env, Secret, ServeOptions};
-use tokio_util::sync::CancellationToken;
 
 use crate::args::{self, DataDirArg, ServeArgs};
-use crate::commands::{data_dir, stop_on_signal};
+use crate::commands::data_dir;
+use crate::lifecycle::run_stdio_session;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let identity_dir = data_dir(&DataDirArg { data_dir: None })?.root().join("serve");
@@ -32,13 +33,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     options.identity_dir = Some(identity_dir);
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let outcome = runtime.block_on(async move {
-        let shutdown = CancellationToken::new();
-        stop_on_signal(shutdown.clone(), None);
-        clawmcp_serve::run(options, shutdown).await
-    });
-    // Tokio reads stdin on a blocking thread that cannot be interrupted; do not wait for it.
-    runtime.shutdown_background();
-    outcome?;
+    run_stdio_session(runtime, |shutdown| async move { Ok(clawmcp_serve::run(options, shutdown).await?) })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,23 +1,27 @@
 //! `clawmcp tools`: the tools bridge (spec 002) on stdin/stdout, and `clawmcp tools regen`.
 //!
 //! Wiring only; everything lives in `clawmcp_tools::bridge`. Stdout carries JSON-RPC only (logs
-//! go to stderr). EOF on stdin, SIGINT and SIGTERM end the session: calls are cancelled, the
-//! local tools' background jobs are stopped, and the process exits 0.
+//! go to stderr). EOF on stdin, SIGINT, SIGTERM and the death of the parent process end the
+//! session (`crate::lifecycle`): calls are cancelled, the local tools' background jobs are
+//! stopped, and the process exits 0.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clawmcp_tools::bridge::{self, BridgeOptions, ConnectOverrides, Env, SNAPSHOT_FILE, SchemaSource};
-use tokio_util::sync::CancellationToken;
+use clawmcp_tools::bridge::{self, BridgeOptions, ConnectOverrides, Env, SNAPSHOT_FILE, SchemaSource, ToolFilter};
 
 use crate::args::{DataDirArg, ToolsAction, ToolsArgs};
-use crate::commands::{data_dir, stop_on_signal};
+use crate::commands::data_dir;
+use crate::exit::UsageError;
+use crate::lifecycle::run_stdio_session;
 use crate::output;
 
 pub fn run(args: ToolsArgs) -> anyhow::Result<ExitCode> {
+    let tool_filter =
+        ToolFilter::parse(args.tools.as_deref().unwrap_or_default()).map_err(|e| UsageError(e.to_string()))?;
     let connect = ConnectOverrides { url: args.url, token_file: args.token_file, ..ConnectOverrides::default() };
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let mut options = BridgeOptions::new(connect, Env::from_process(), cwd);
+    let mut options = BridgeOptions { tool_filter, ..BridgeOptions::new(connect, Env::from_process(), cwd) };
     let default_snapshot = data_dir(&DataDirArg { data_dir: None }).map(|dir| dir.root().join(SNAPSHOT_FILE));
     match args.action {
         Some(ToolsAction::Regen { output }) => {
@@ -37,14 +41,12 @@ pub fn run(args: ToolsArgs) -> anyhow::Result<ExitCode> {
 
 fn serve(options: BridgeOptions) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
-        let shutdown = CancellationToken::new();
-        stop_on_signal(shutdown.clone(), None);
+    run_stdio_session(runtime, |shutdown| async move {
         // On a worker thread, so that `tools/list` may wait for discovery with block_in_place.
         let session = tokio::spawn(bridge::run(options, shutdown));
-        session.await.context("the tools bridge panicked")??;
-        Ok(ExitCode::SUCCESS)
-    })
+        Ok(session.await.context("the tools bridge panicked")??)
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn regen(options: BridgeOptions, path: std::path::PathBuf) -> anyhow::Result<ExitCode> {

@@ -9,7 +9,10 @@
 
 mod approvals;
 mod call;
+mod lifecycle;
+mod metadata;
 mod node;
 mod settings;
+mod stdio_proxy;
 mod support;
 mod token;

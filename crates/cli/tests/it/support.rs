@@ -55,6 +55,7 @@ const SCRUBBED_ENV: &[&str] = &[
     "OPENCLAW_MCP_PORT",
     "OPENCLAW_MCP_TOKEN",
     "CLAWMCP_APPROVAL_TIMEOUT_MS",
+    "CLAWMCP_NODE_TOOLS",
     "RUST_LOG",
     "XDG_CONFIG_HOME",
 ];
@@ -113,7 +114,12 @@ impl Sandbox {
 
     /// `clawmcp` with the scrubbed environment and this sandbox's `$HOME`, stdin closed.
     pub fn command(&self) -> Command {
-        let mut command = Command::new(BIN);
+        self.command_for(BIN)
+    }
+
+    /// `program` (a wrapper that runs `clawmcp`, say) set up as [`Sandbox::command`] is.
+    pub fn command_for(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new(program);
         for name in SCRUBBED_ENV {
             command.env_remove(name);
         }
@@ -258,7 +264,8 @@ impl Finished {
 }
 
 impl Background {
-    fn spawn(mut command: Command, log_dir: &Path, stdin: Stdio) -> Self {
+    /// Starts `command` with `stdin`, its stdout and stderr going to fresh files in `log_dir`.
+    pub fn spawn(mut command: Command, log_dir: &Path, stdin: Stdio) -> Self {
         let unique = NEXT_LOG.fetch_add(1, Ordering::Relaxed);
         let stdout = log_dir.join(format!("bg-{unique}.stdout"));
         let stderr = log_dir.join(format!("bg-{unique}.stderr"));
@@ -266,7 +273,7 @@ impl Background {
             .stdin(stdin)
             .stdout(fs::File::create(&stdout).expect("create a stdout log"))
             .stderr(fs::File::create(&stderr).expect("create a stderr log"));
-        let child = command.spawn().unwrap_or_else(|e| panic!("spawn {BIN}: {e}"));
+        let child = command.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", command.get_program().display()));
         Background { child, stdout, stderr, status: None }
     }
 

@@ -10,5 +10,6 @@ mod claude;
 mod events;
 mod faults;
 mod lifecycle;
+mod metadata;
 mod support;
 mod tools;

@@ -12,10 +12,15 @@
 //! filtered with the user's [`HttpToolPolicy`], so a tool the gateway denies over HTTP is never
 //! advertised, and the names this bridge implements itself (the local tools and
 //! `sessions_yield`) are left out: ours shadow them. Gateway tools are sorted by name.
+//!
+//! The gateway publishes no behaviour hints, so [`gateway_annotations`] supplies them by name:
+//! the tools OpenClaw documents as reads get read-only hints; every other tool gets the MCP
+//! defaults written out (may change and destroy, not idempotent, open world), which is what a
+//! client must assume of a tool it knows nothing about.
 
 use std::collections::BTreeMap;
 
-use clawmcp_mcp::{Tool, permissive_schema};
+use clawmcp_mcp::{Tool, ToolAnnotations, permissive_schema};
 use serde_json::Value;
 
 use super::compat::overlay_schema;
@@ -26,6 +31,27 @@ use crate::LocalTool;
 
 /// The name of our own `sessions_yield` (it shadows the gateway's, which cannot yield over HTTP).
 pub const SESSIONS_YIELD: &str = "sessions_yield";
+
+/// Gateway tools that only read the gateway's own state (2026.9.6 descriptions and schemas:
+/// listings, history, search, goal, and waiting for runs). `session_status` is not one: its
+/// `model` argument switches the session's model.
+pub const GATEWAY_READ_TOOLS: [&str; 6] =
+    ["agents_list", "agents_wait", "get_goal", "sessions_history", "sessions_list", "sessions_search"];
+
+/// Gateway tools that only read, but read the public web.
+pub const GATEWAY_WEB_READ_TOOLS: [&str; 2] = ["web_fetch", "web_search"];
+
+/// The behaviour hints of a gateway tool (see the module docs for the rule).
+pub fn gateway_annotations(name: &str) -> ToolAnnotations {
+    if GATEWAY_READ_TOOLS.contains(&name) {
+        ToolAnnotations::READ_ONLY
+    } else if GATEWAY_WEB_READ_TOOLS.contains(&name) {
+        ToolAnnotations { open_world_hint: true, ..ToolAnnotations::READ_ONLY }
+    } else {
+        // The MCP defaults for a tool without hints, spelled out.
+        ToolAnnotations::DESTRUCTIVE
+    }
+}
 
 /// Where the tool list came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +91,7 @@ impl GatewayTool {
             name: self.name.clone(),
             description: self.description.clone(),
             input_schema: overlay_schema(&self.name, &self.input_schema),
-            annotations: None,
+            annotations: Some(gateway_annotations(&self.name)),
         }
     }
 
@@ -273,6 +299,24 @@ mod tests {
     }
 
     #[test]
+    fn gateway_tools_are_read_only_only_when_known_to_read() {
+        for read in GATEWAY_READ_TOOLS {
+            assert_eq!(gateway_annotations(read), ToolAnnotations::READ_ONLY, "{read}");
+        }
+        for web in GATEWAY_WEB_READ_TOOLS {
+            let hints = gateway_annotations(web);
+            assert!(hints.read_only_hint && hints.open_world_hint && !hints.destructive_hint, "{web}");
+        }
+        for other in ["session_status", "message", "tts", "sessions", "a_plugin_tool"] {
+            assert_eq!(gateway_annotations(other), ToolAnnotations::DESTRUCTIVE, "{other}");
+        }
+        let bundled = Snapshot::bundled();
+        for name in GATEWAY_READ_TOOLS.iter().chain(&GATEWAY_WEB_READ_TOOLS) {
+            assert!(bundled.get(name).is_some(), "{name} is a real gateway tool");
+        }
+    }
+
+    #[test]
     fn descriptors_carry_overlays_but_the_catalog_keeps_the_raw_schema() {
         let live = LiveTools {
             effective: Some(vec![EffectiveTool { id: "subagents".into(), description: "d".into() }]),
@@ -282,6 +326,7 @@ mod tests {
         let subagents = catalog.get("subagents").unwrap();
         assert!(subagents.input_schema["properties"].get("sessionKey").is_none());
         assert_eq!(subagents.descriptor().input_schema["properties"]["sessionKey"]["type"], "string");
+        assert_eq!(subagents.descriptor().annotations, Some(ToolAnnotations::DESTRUCTIVE));
         assert!(catalog.describe().starts_with("1 gateway tools, list from Effective; schemas: 0 live"));
     }
 }

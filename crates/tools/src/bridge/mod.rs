@@ -16,7 +16,7 @@
 //! - `forward`: one `/tools/invoke` call, its deadline, cancellation and error texts.
 //! - `result`: a gateway result as an MCP result (OpenClaw's own mapping).
 //! - `pending` + `yielding`: the pending-yield store and `sessions_yield`.
-//! - `service`: the `McpService`: routing and the allowlist.
+//! - `service`: the `McpService`: routing, the allowlist and the `--tools` filter.
 //!
 //! # Lifecycle
 //!
@@ -54,13 +54,16 @@ use tracing::{info, warn};
 
 pub use clawmcp_gateway::{ConnectOverrides, Env};
 
-pub use catalog::{GatewayCatalog, GatewayTool, ListSource, SESSIONS_YIELD, SchemaSource, is_proxy_owned};
+pub use catalog::{
+    GatewayCatalog, GatewayTool, ListSource, SESSIONS_YIELD, SchemaSource, gateway_annotations, is_proxy_owned,
+};
+pub use clawmcp_mcp::{ToolFilter, ToolFilterError};
 pub use discovery::{DISCOVERY_SCOPES, EffectiveTool, LiveTools, discover};
 pub use forward::{ForwardError, Forwarder, PreparedCall};
 pub use pending::{MAX_RECORD_BYTES, PENDING_DIR, PENDING_MAX_AGE, PendingRun, PendingStore};
 pub use policy::{CODING_SURFACE_TOOLS, DEFAULT_GATEWAY_HTTP_TOOL_DENY, HttpToolPolicy, OWNER_ONLY_TOOLS};
 pub use result::tool_result;
-pub use service::{CatalogCell, ToolsBridge};
+pub use service::{CatalogCell, ToolsBridge, builtin_tools};
 pub use settings::{
     Allowlist, BridgeSettings, DEFAULT_AGENT_ID, DEFAULT_GATEWAY_TIMEOUT, MAX_GATEWAY_TIMEOUT, is_agent_scoped,
     normalize_session_key,
@@ -96,6 +99,9 @@ pub struct BridgeOptions {
     pub discovery_budget: Duration,
     /// `sessions_yield`'s poll interval.
     pub poll_interval: Duration,
+    /// `--tools`: serve only the tools these globs match (and `OPENCLAW_MCP_ENABLED_TOOLS`
+    /// allows).
+    pub tool_filter: ToolFilter,
 }
 
 impl BridgeOptions {
@@ -108,6 +114,7 @@ impl BridgeOptions {
             discover: true,
             discovery_budget: DISCOVERY_BUDGET,
             poll_interval: DEFAULT_POLL_INTERVAL,
+            tool_filter: ToolFilter::all(),
         }
     }
 }
@@ -143,7 +150,10 @@ pub struct Prepared {
 /// discovering).
 pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
     let target = GatewayTarget::resolve(&options.connect, &options.env)?;
-    let settings = Arc::new(BridgeSettings::from_env(&options.env, &target.config));
+    let settings = Arc::new(BridgeSettings {
+        tool_filter: options.tool_filter.clone(),
+        ..BridgeSettings::from_env(&options.env, &target.config)
+    });
     let policy = HttpToolPolicy::from_config(&target.config);
     let regen = match options.snapshot_path.as_deref().map(Snapshot::load).transpose() {
         Ok(found) => found.flatten(),
@@ -179,15 +189,18 @@ fn bearer(target: &GatewayTarget) -> Option<clawmcp_gateway::Secret> {
 }
 
 impl Prepared {
-    /// Starts the background discovery that settles the catalog (at once when disabled).
+    /// Starts the background discovery that settles the catalog (at once when disabled), then
+    /// warns about `--tools` patterns that match none of the tools finally known.
     pub fn start_discovery(&self, options: &BridgeOptions) -> tokio::task::JoinHandle<()> {
         let (target, settings, regen, policy) =
             (self.target.clone(), self.settings.clone(), self.regen.clone(), self.policy.clone());
+        let bridge = self.bridge.clone();
         let cell = self.bridge.catalog().clone();
         let (enabled, budget) = (options.discover, options.discovery_budget);
         tokio::spawn(async move {
             if !enabled {
                 cell.settle(None);
+                bridge.warn_unmatched_tool_patterns();
                 return;
             }
             let key = settings.discovery_session_key();
@@ -200,6 +213,7 @@ impl Prepared {
             let catalog = discovered.as_ref().unwrap_or(&cell.current()).describe();
             info!("clawmcp tools: {catalog}");
             cell.settle(discovered);
+            bridge.warn_unmatched_tool_patterns();
         })
     }
 }

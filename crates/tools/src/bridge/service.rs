@@ -1,7 +1,7 @@
 //! [`ToolsBridge`]: the `McpService` behind `clawmcp tools`. It routes each call to a local tool,
-//! to `sessions_yield`, or to the gateway, and enforces the allowlist on both `tools/list` and
-//! `tools/call` (a client can call a name it was never shown, so filtering the list is no
-//! boundary).
+//! to `sessions_yield`, or to the gateway, and enforces the allowlist and the `--tools` filter
+//! on both `tools/list` and `tools/call` (a client can call a name it was never shown, so
+//! filtering the list is no boundary).
 //!
 //! The gateway tool list starts as the snapshot catalog and is replaced once by the live one
 //! when background discovery ends (bounded). `tools/list` waits for that, within the discovery
@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::catalog::{GatewayCatalog, SESSIONS_YIELD};
 use super::forward::Forwarder;
@@ -87,6 +87,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The tools this bridge implements itself, advertised whatever the gateway says: the local
+/// tools in their upstream order, then `sessions_yield`.
+pub fn builtin_tools() -> Vec<Tool> {
+    let local = LocalTool::ALL.into_iter().map(LocalTool::descriptor);
+    local.chain(std::iter::once(yielding::descriptor())).collect()
+}
+
 /// The `clawmcp tools` service.
 pub struct ToolsBridge {
     settings: Arc<BridgeSettings>,
@@ -120,11 +127,35 @@ impl ToolsBridge {
         &self.local
     }
 
-    /// Every tool, allowlist aside: local tools, `sessions_yield`, then the gateway's.
+    /// Every tool, allowlist and filter aside: ours ([`builtin_tools`]), then the gateway's.
     fn all_tools(&self, catalog: &GatewayCatalog) -> Vec<Tool> {
-        let local = LocalTool::ALL.into_iter().map(LocalTool::descriptor);
-        let gateway = catalog.tools.iter().map(|tool| tool.descriptor());
-        local.chain(std::iter::once(yielding::descriptor())).chain(gateway).collect()
+        let mut tools = builtin_tools();
+        tools.extend(catalog.tools.iter().map(|tool| tool.descriptor()));
+        tools
+    }
+
+    /// The `--tools` patterns that match none of the tools the allowlist leaves, against the
+    /// catalog known now (the live one once discovery settled).
+    pub fn unmatched_tool_patterns(&self) -> Vec<String> {
+        let tools = self.all_tools(&self.catalog.current());
+        let allowed = tools.iter().map(|tool| tool.name.as_str()).filter(|name| self.settings.allowlist.allows(name));
+        self.settings.tool_filter.unmatched(allowed).into_iter().map(str::to_owned).collect()
+    }
+
+    /// Logs [`ToolsBridge::unmatched_tool_patterns`]. A warning, not a refusal to start: the
+    /// gateway's list is only known after the session started, and it changes with plugins.
+    pub(super) fn warn_unmatched_tool_patterns(&self) {
+        let unmatched = self.unmatched_tool_patterns();
+        if !unmatched.is_empty() {
+            let catalog = self.catalog.current();
+            let available: Vec<String> = self
+                .all_tools(&catalog)
+                .into_iter()
+                .map(|tool| tool.name)
+                .filter(|name| self.settings.allowlist.allows(name))
+                .collect();
+            warn!("--tools patterns match no tool: {}. Available: {}", unmatched.join(", "), available.join(", "));
+        }
     }
 
     async fn call(&self, name: &str, arguments: Map<String, Value>, ctx: CallContext) -> ToolResult {
@@ -132,6 +163,13 @@ impl ToolsBridge {
             return ToolResult::error(format!(
                 "Tool is disabled by the server-side allowlist: {name}. OPENCLAW_MCP_ENABLED_TOOLS allows only: {}.",
                 self.settings.allowlist.describe()
+            ));
+        }
+        if !self.settings.tool_filter.allows(name) {
+            return ToolResult::error(format!(
+                "Tool {name} is not served: clawmcp tools was started with --tools `{}`, which does not match it. \
+                 Restart it with a --tools list that includes {name} to use it.",
+                self.settings.tool_filter.describe()
             ));
         }
         if let Some(result) = self.local.call(name, &arguments, &ctx).await {
@@ -168,7 +206,7 @@ impl McpService for ToolsBridge {
     fn list_tools(&self) -> Vec<Tool> {
         self.catalog.wait_blocking(self.discovery_wait);
         let catalog = self.catalog.current();
-        self.all_tools(&catalog).into_iter().filter(|tool| self.settings.allowlist.allows(&tool.name)).collect()
+        self.all_tools(&catalog).into_iter().filter(|tool| self.settings.serves(&tool.name)).collect()
     }
 
     fn call_tool<'a>(

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `OPENCLAW_WORKSPACE` | root of the pending-yield state; default `<config dir>/workspace` |
 //! | `OPENCLAW_REQUESTER_SESSION_KEY` | requester scope of every gateway call; blank or `main` = none |
-//! | `OPENCLAW_MCP_ENABLED_TOOLS` | comma-separated allowlist, exact names; empty = all |
+//! | `OPENCLAW_MCP_ENABLED_TOOLS` | comma-separated allowlist, exact names; empty = all; intersected with `--tools` |
 //! | `OPENCLAW_MCP_GATEWAY_TOOL_TIMEOUT_MS` | wall-clock deadline per gateway call; default 240000 |
 //!
 //! `OPENCLAW_HOME` and `OPENCLAW_GATEWAY_TOKEN` act through the gateway crate's config discovery.
@@ -21,6 +21,8 @@ use std::time::Duration;
 use clawmcp_gateway::{Env, LoadedConfig};
 use serde_json::Value;
 use tracing::warn;
+
+use clawmcp_mcp::ToolFilter;
 
 /// The upstream default deadline: long tool runs finish, and an MCP client's ~5 minute idle
 /// turn limit is not hit first.
@@ -78,6 +80,8 @@ pub struct BridgeSettings {
     /// The agent named in a top-level `agentId` for unscoped session keys.
     pub requester_agent_id: String,
     pub allowlist: Allowlist,
+    /// `--tools` (from the command line, not the environment: every tool until set).
+    pub tool_filter: ToolFilter,
     pub gateway_timeout: Duration,
     /// Where the pending-yield store lives (`<workspace>/temp/...`).
     pub workspace: PathBuf,
@@ -90,9 +94,15 @@ impl BridgeSettings {
             requester_session_key: normalize_session_key(env.get("OPENCLAW_REQUESTER_SESSION_KEY")),
             requester_agent_id: requester_agent_id(config),
             allowlist: Allowlist::parse(env.get("OPENCLAW_MCP_ENABLED_TOOLS")),
+            tool_filter: ToolFilter::all(),
             gateway_timeout: gateway_timeout(env.get("OPENCLAW_MCP_GATEWAY_TOOL_TIMEOUT_MS")),
             workspace: workspace_dir(env, config),
         }
+    }
+
+    /// Whether `name` is served: allowed by `OPENCLAW_MCP_ENABLED_TOOLS` *and* by `--tools`.
+    pub fn serves(&self, name: &str) -> bool {
+        self.allowlist.allows(name) && self.tool_filter.allows(name)
     }
 
     /// The session key a gateway call is made under when the arguments name none.

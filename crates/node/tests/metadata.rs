@@ -1,0 +1,127 @@
+//! Honest tool metadata for `clawmcp node`: every command of [`Registry::builtin`] publishes a
+//! curated description, an object input schema and all four behaviour hints, and the hints say
+//! what the command really does.
+//!
+//! The walk reads the [`CommandSpec`]s, not only `tools/list`: the registry fills a missing
+//! description or schema with a fallback, so the advertised list alone would hide the gap.
+
+use std::sync::Arc;
+
+use clawmcp_mcp::{CallContext, McpService, ToolAnnotations};
+use clawmcp_node::approvals::ExecApprovals;
+use clawmcp_node::settings::LiveSettings;
+use clawmcp_node::{Capability, CommandSpec, InvokeRequest, InvokeResult, NodeMcpService, Registry};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+fn builtin(dir: &tempfile::TempDir) -> Registry {
+    let settings = LiveSettings::open(dir.path().join("settings.json")).expect("default settings");
+    let approvals = ExecApprovals::open(dir.path().join("exec-approvals.json"));
+    Registry::builtin(Arc::new(settings), Arc::new(approvals))
+}
+
+/// What is missing from each command of `registry`, and from each advertised tool.
+fn metadata_problems(registry: Arc<Registry>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (_, spec) in registry.commands() {
+        if spec.description.is_none_or(|text| text.trim().is_empty()) {
+            problems.push(format!("{}: no curated description", spec.name));
+        }
+        if spec.input_schema.as_ref().is_none_or(|schema| schema["type"] != "object") {
+            problems.push(format!("{}: no object input schema", spec.name));
+        }
+    }
+    let listed = serde_json::to_value(NodeMcpService::new(registry).list_tools()).unwrap();
+    for tool in listed.as_array().unwrap() {
+        let name = &tool["name"];
+        if tool["description"].as_str().is_none_or(|text| text.trim().is_empty()) {
+            problems.push(format!("{name}: advertised without a description"));
+        }
+        if tool["inputSchema"]["type"] != "object" {
+            problems.push(format!("{name}: advertised without an object inputSchema"));
+        }
+        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+            if !tool["annotations"][hint].is_boolean() {
+                problems.push(format!("{name}: advertised without {hint}"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_builtin_command_publishes_a_description_a_schema_and_all_four_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Arc::new(builtin(&dir));
+    let names: Vec<&str> = registry.commands().iter().map(|(_, spec)| spec.name).collect();
+    assert!(
+        names.contains(&"system.run") && names.contains(&"device.info"),
+        "the walk must see every command: {names:?}"
+    );
+    assert_eq!(metadata_problems(registry), Vec::<String>::new());
+}
+
+/// (read-only, destructive, idempotent, open world) per command, and why.
+fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
+    Some(match name {
+        // Reads local state only.
+        "system.which" | "system.run.prepare" | "system.execApprovals.get" | "device.info" | "device.status" => {
+            (true, false, true, false)
+        }
+        // Shows a notification: a change, but nothing is lost; each call shows another one.
+        "system.notify" => (false, false, false, false),
+        // Runs any program the policy allows: it can do anything the user can, anywhere.
+        "system.run" => (false, true, false, true),
+        // Replaces the policy file (the old contents are gone), on this machine only.
+        "system.execApprovals.set" => (false, true, false, false),
+        _ => return None,
+    })
+}
+
+#[test]
+fn the_hints_say_what_each_command_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for (_, spec) in builtin(&dir).commands() {
+        let ToolAnnotations { read_only_hint, destructive_hint, idempotent_hint, open_world_hint } = spec.annotations;
+        let expected = expected_hints(spec.name)
+            .unwrap_or_else(|| panic!("{} is new: classify its hints in expected_hints", spec.name));
+        assert_eq!((read_only_hint, destructive_hint, idempotent_hint, open_world_hint), expected, "{}", spec.name);
+        assert!(!(read_only_hint && destructive_hint), "{}: a read-only tool cannot destroy", spec.name);
+    }
+}
+
+/// A capability whose one command publishes only a name.
+struct Bare;
+
+impl Capability for Bare {
+    fn category(&self) -> &'static str {
+        "bare"
+    }
+
+    fn commands(&self) -> Vec<CommandSpec> {
+        vec![CommandSpec {
+            name: "bare.thing",
+            description: None,
+            input_schema: Some(json!({"type": "string"})),
+            annotations: ToolAnnotations::READ_ONLY,
+        }]
+    }
+
+    fn invoke<'a>(&'a self, _request: InvokeRequest, _ctx: CallContext) -> BoxFuture<'a, InvokeResult> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+}
+
+#[test]
+fn the_walk_reports_a_command_without_description_or_object_schema() {
+    let registry = Registry::new();
+    registry.register(Arc::new(Bare));
+    assert_eq!(
+        metadata_problems(Arc::new(registry)),
+        [
+            "bare.thing: no curated description",
+            "bare.thing: no object input schema",
+            "\"bare.thing\": advertised without an object inputSchema"
+        ]
+    );
+}
