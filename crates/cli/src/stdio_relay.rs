@@ -62,7 +62,6 @@ pub const EOF_GRACE: Duration = Duration::from_secs(3);
 /// relay down instead of growing memory.
 const OUTPUT_QUEUE: usize = 256;
 
-
 /// How long the writer gets to flush the last frames once everything else has stopped.
 const FINAL_FLUSH: Duration = Duration::from_secs(2);
 
