@@ -25,4 +25,6 @@ pub use server::{
     CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT, WireStyle,
 };
 pub use tool_filter::{ToolFilter, ToolFilterError};
-pub use types::{CallContext, Content, FrameSink, Progress, Tool, ToolAnnotations, ToolResult, permissive_schema};
+pub use types::{
+    CallContext, Content, FrameSink, Progress, Schema, Tool, ToolAnnotations, ToolResult, permissive_schema,
+};

@@ -16,7 +16,7 @@ pub struct CommandSpec {
     /// Curated description. `None` falls back to `"{category} capability: {command}"`.
     pub description: Option<&'static str>,
     /// JSON Schema of the arguments object. `None` publishes the permissive schema.
-    pub input_schema: Option<Value>,
+    pub input_schema: Option<clawmcp_mcp::Schema>,
     /// Behaviour hints for clients.
     pub annotations: ToolAnnotations,
 }

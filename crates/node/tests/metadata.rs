@@ -27,7 +27,7 @@ fn metadata_problems(registry: Arc<Registry>) -> Vec<String> {
         if spec.description.is_none_or(|text| text.trim().is_empty()) {
             problems.push(format!("{}: no curated description", spec.name));
         }
-        if spec.input_schema.as_ref().is_none_or(|schema| schema["type"] != "object") {
+        if spec.input_schema.as_ref().is_none_or(|schema| schema.to_value()["type"] != "object") {
             problems.push(format!("{}: no object input schema", spec.name));
         }
     }
@@ -102,7 +102,7 @@ impl Capability for Bare {
         vec![CommandSpec {
             name: "bare.thing",
             description: None,
-            input_schema: Some(json!({"type": "string"})),
+            input_schema: Some(json!({"type": "string"}).into()),
             annotations: ToolAnnotations::READ_ONLY,
         }]
     }

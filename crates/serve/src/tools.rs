@@ -68,7 +68,7 @@ pub(crate) fn descriptors() -> Vec<Tool> {
     let tool = |name: &str, description: &str, input_schema: Value, annotations: ToolAnnotations| Tool {
         name: name.to_owned(),
         description: description.to_owned(),
-        input_schema,
+        input_schema: input_schema.into(),
         annotations: Some(annotations),
     };
     vec![

@@ -75,7 +75,7 @@ pub(crate) fn descriptor() -> Tool {
                 },
             },
             "required": [],
-        }),
+        }).into(),
         annotations: Some(ANNOTATIONS),
     }
 }

@@ -100,7 +100,7 @@ pub(crate) fn descriptor() -> Tool {
                 "background": {"type": "boolean", "description": "Run in background immediately"},
             },
             "required": ["command"],
-        }),
+        }).into(),
         annotations: Some(ToolAnnotations::DESTRUCTIVE),
     }
 }

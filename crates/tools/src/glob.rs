@@ -57,7 +57,8 @@ pub(crate) fn descriptor() -> Tool {
                 },
             },
             "required": ["pattern"],
-        }),
+        })
+        .into(),
         annotations: Some(ToolAnnotations::READ_ONLY),
     }
 }

@@ -155,7 +155,7 @@ pub(crate) fn descriptor() -> Tool {
                 },
             },
             "required": ["pattern"],
-        }),
+        }).into(),
         annotations: Some(ToolAnnotations::READ_ONLY),
     }
 }

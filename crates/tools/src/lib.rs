@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn every_schema_is_an_object_whose_required_keys_are_properties() {
         for tool in local_tools() {
-            let schema = &tool.input_schema;
+            let schema = &tool.input_schema.to_value();
             assert_eq!(schema["type"], "object", "{}", tool.name);
             let properties = schema["properties"].as_object().unwrap();
             for key in schema["required"].as_array().unwrap() {

@@ -104,7 +104,7 @@ pub(crate) fn descriptor() -> Tool {
                 "eof": {"type": "boolean", "description": "Close stdin after write"},
             },
             "required": ["action"],
-        }),
+        }).into(),
         annotations: Some(ToolAnnotations::DESTRUCTIVE),
     }
 }

@@ -86,7 +86,8 @@ pub(crate) fn descriptor() -> Tool {
                 "limit": {"type": "number", "description": "Maximum number of lines to read"},
             },
             "required": [],
-        }),
+        })
+        .into(),
         annotations: Some(ToolAnnotations::READ_ONLY),
     }
 }

@@ -43,7 +43,8 @@ pub(crate) fn descriptor() -> Tool {
                 "content": {"type": "string", "description": "Content to write to the file"},
             },
             "required": ["content"],
-        }),
+        })
+        .into(),
         annotations: Some(ANNOTATIONS),
     }
 }

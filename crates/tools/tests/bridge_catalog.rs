@@ -84,9 +84,13 @@ async fn live_discovery_lists_what_the_gateway_serves_with_live_schemas() {
     );
     let by_name = |name: &str| tools.iter().find(|t| t.name == name).unwrap();
     assert_eq!(by_name("sessions_list").description, "live sessions_list");
-    assert_eq!(by_name("sessions_list").input_schema["properties"]["live"]["type"], "string");
-    assert_eq!(by_name("sessions").input_schema["properties"]["action"]["type"], "string", "from the bundled snapshot");
-    assert_eq!(by_name("brand_new").input_schema["type"], "object");
+    assert_eq!(by_name("sessions_list").input_schema.to_value()["properties"]["live"]["type"], "string");
+    assert_eq!(
+        by_name("sessions").input_schema.to_value()["properties"]["action"]["type"],
+        "string",
+        "from the bundled snapshot"
+    );
+    assert_eq!(by_name("brand_new").input_schema.to_value()["type"], "object");
 
     let catalog = bridge.catalog().current();
     assert_eq!(catalog.list_source, ListSource::Effective);
@@ -129,8 +133,12 @@ async fn gateway_tools_allow_lifts_the_default_deny() {
     let tools = bridge.list_tools();
     assert_eq!(names(&tools)[8..], ["sessions_spawn"]);
     let spawn = &tools[8];
-    assert_eq!(spawn.input_schema["required"], json!(["task"]), "the bundled snapshot knows allowable tools");
-    assert_eq!(spawn.input_schema["properties"]["sessionKey"]["type"], "string", "the requester overlay");
+    assert_eq!(
+        spawn.input_schema.to_value()["required"],
+        json!(["task"]),
+        "the bundled snapshot knows allowable tools"
+    );
+    assert_eq!(spawn.input_schema.to_value()["properties"]["sessionKey"]["type"], "string", "the requester overlay");
 }
 
 #[tokio::test(start_paused = true)]

@@ -8,6 +8,7 @@
 
 use clawmcp_mcp::ToolAnnotations;
 use serde_json::{Map, Value, json};
+use std::sync::LazyLock;
 
 use super::ExecApprovals;
 use super::model::{ApprovalsFile, FILE_VERSION};
@@ -86,20 +87,23 @@ fn set_schema() -> Value {
 impl ExecApprovals {
     /// The two policy commands, for the `system` capability to publish.
     pub fn command_specs() -> Vec<CommandSpec> {
-        vec![
-            CommandSpec {
-                name: GET_COMMAND,
-                description: Some(GET_DESCRIPTION),
-                input_schema: Some(json!({"type": "object", "properties": {}})),
-                annotations: ToolAnnotations::READ_ONLY,
-            },
-            CommandSpec {
-                name: SET_COMMAND,
-                description: Some(SET_DESCRIPTION),
-                input_schema: Some(set_schema()),
-                annotations: SET_ANNOTATIONS,
-            },
-        ]
+        static SPEC: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
+            vec![
+                CommandSpec {
+                    name: GET_COMMAND,
+                    description: Some(GET_DESCRIPTION),
+                    input_schema: Some(json!({"type": "object", "properties": {}}).into()),
+                    annotations: ToolAnnotations::READ_ONLY,
+                },
+                CommandSpec {
+                    name: SET_COMMAND,
+                    description: Some(SET_DESCRIPTION),
+                    input_schema: Some(set_schema().into()),
+                    annotations: SET_ANNOTATIONS,
+                },
+            ]
+        });
+        SPEC.clone()
     }
 
     /// `system.execApprovals.get`.
@@ -178,7 +182,7 @@ mod tests {
         assert_eq!(names, [GET_COMMAND, SET_COMMAND]);
         assert!(specs[0].annotations.read_only_hint);
         assert!(!specs[1].annotations.read_only_hint);
-        let set = specs[1].input_schema.as_ref().unwrap();
+        let set = specs[1].input_schema.as_ref().unwrap().to_value();
         assert_eq!(set["required"], json!(["baseHash", "file"]));
         assert!(specs.iter().all(|s| s.description.is_some_and(|d| d.len() > 40)));
     }

@@ -227,10 +227,10 @@ fn both_commands_are_published_read_only_with_schemas() {
     for command in &commands {
         assert_eq!(command.annotations, ToolAnnotations::READ_ONLY, "{}", command.name);
         assert!(command.description.is_some_and(|d| d.len() > 40), "{}", command.name);
-        assert_eq!(command.input_schema.as_ref().unwrap()["type"], json!("object"));
+        assert_eq!(command.input_schema.as_ref().unwrap().to_value()["type"], json!("object"));
     }
     assert_eq!(
-        commands[1].input_schema.as_ref().unwrap()["properties"]["sections"]["items"]["enum"],
+        commands[1].input_schema.as_ref().unwrap().to_value()["properties"]["sections"]["items"]["enum"],
         json!(["os", "cpu", "memory", "disk", "battery", "network"])
     );
 }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use clawmcp_mcp::ToolAnnotations;
@@ -41,38 +42,41 @@ const SERVER_DEFAULT_EXPIRY: i32 = -1;
 
 /// The published description, schema and annotations of `system.notify`.
 pub fn command_spec() -> CommandSpec {
-    CommandSpec {
-        name: "system.notify",
-        description: Some(
-            "Show a desktop notification to the user on this machine (freedesktop notification \
-             service on the session D-Bus: GNOME, KDE, dunst, mako, ...). Returns {sent, id, server} \
-             where id is the server's notification id and server its name. Fails with an \
-             explanation when the machine has no desktop session or no notification daemon.",
-        ),
-        input_schema: Some(json!({
-            "type": "object",
-            "properties": {
-                "title": {"type": "string", "description": "Headline of the notification.", "default": DEFAULT_TITLE},
-                "body": {"type": "string", "description": "Main text.", "default": ""},
-                "subtitle": {
-                    "type": "string",
-                    "description": "Secondary headline, shown as the first line of the body (freedesktop has no subtitle field)."
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
+            name: "system.notify",
+            description: Some(
+                "Show a desktop notification to the user on this machine (freedesktop notification \
+                 service on the session D-Bus: GNOME, KDE, dunst, mako, ...). Returns {sent, id, server} \
+                 where id is the server's notification id and server its name. Fails with an \
+                 explanation when the machine has no desktop session or no notification daemon.",
+            ),
+            input_schema: Some(json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "description": "Headline of the notification.", "default": DEFAULT_TITLE},
+                    "body": {"type": "string", "description": "Main text.", "default": ""},
+                    "subtitle": {
+                        "type": "string",
+                        "description": "Secondary headline, shown as the first line of the body (freedesktop has no subtitle field)."
+                    },
+                    "sound": {
+                        "type": "boolean",
+                        "description": "false asks the server not to play its notification sound.",
+                        "default": true
+                    },
+                    "urgency": {
+                        "type": "string",
+                        "enum": ["low", "normal", "critical"],
+                        "description": "How insistently the server presents it; critical ones usually stay until dismissed. Omitted: the server's default (normal)."
+                    }
                 },
-                "sound": {
-                    "type": "boolean",
-                    "description": "false asks the server not to play its notification sound.",
-                    "default": true
-                },
-                "urgency": {
-                    "type": "string",
-                    "enum": ["low", "normal", "critical"],
-                    "description": "How insistently the server presents it; critical ones usually stay until dismissed. Omitted: the server's default (normal)."
-                }
-            },
-            "additionalProperties": false
-        })),
-        annotations: ToolAnnotations::ADDITIVE,
-    }
+                "additionalProperties": false
+            }).into()),
+            annotations: ToolAnnotations::ADDITIVE,
+        }
+    });
+    SPEC.clone()
 }
 
 /// Runs `system.notify` on the session bus of this process's environment.
@@ -699,7 +703,7 @@ mod tests {
         let spec = command_spec();
         assert_eq!(spec.name, "system.notify");
         assert!(spec.description.is_some_and(|d| d.contains("{sent, id, server}")));
-        let schema = spec.input_schema.expect("a schema");
+        let schema = spec.input_schema.expect("a schema").to_value();
         let properties = schema["properties"].as_object().unwrap();
         let names: Vec<&str> = properties.keys().map(String::as_str).collect();
         assert_eq!(names, ["title", "body", "subtitle", "sound", "urgency"]);

@@ -7,22 +7,24 @@
 
 use clawmcp_mcp::ToolAnnotations;
 use serde_json::{Map, Value, json};
+use std::sync::LazyLock;
 
 use super::request::{self, run_arguments_schema};
 use crate::capability::{CommandSpec, InvokeResult};
 use crate::command_text::display_command;
 
 pub fn command_spec() -> CommandSpec {
-    CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
         name: "system.run.prepare",
         description: Some(
             "Dry run of system.run: validates the same arguments and returns the plan \
-             {cmdText, plan:{argv, cwd, rawCommand, agentId, sessionKey}} without running anything \
-             or consulting exec approvals. cmdText is rawCommand, or argv quoted for a POSIX shell.",
+                 {cmdText, plan:{argv, cwd, rawCommand, agentId, sessionKey}} without running anything \
+                 or consulting exec approvals. cmdText is rawCommand, or argv quoted for a POSIX shell.",
         ),
-        input_schema: Some(run_arguments_schema()),
+        input_schema: Some(run_arguments_schema().into()),
         annotations: ToolAnnotations::READ_ONLY,
-    }
+    });
+    SPEC.clone()
 }
 
 /// Serves `system.run.prepare` (the kill switch is checked by the caller).

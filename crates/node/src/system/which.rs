@@ -11,6 +11,7 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use clawmcp_mcp::ToolAnnotations;
 use serde_json::{Map, Value, json};
@@ -22,28 +23,32 @@ use crate::capability::{CommandSpec, InvokeResult, args};
 pub const MAX_BINS: usize = 1024;
 
 pub fn command_spec() -> CommandSpec {
-    CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
         name: "system.which",
         description: Some(
             "Find programs on this machine's PATH (the node's own PATH). Returns {bins:{name:absolutePath}} \
-             listing only the names found as executable files; names containing '/' or '\\' are not looked up.",
+                 listing only the names found as executable files; names containing '/' or '\\' are not looked up.",
         ),
-        input_schema: Some(json!({
-            "type": "object",
-            "properties": {
-                "bins": {
-                    "type": "array",
-                    "description": "Program names to look up, e.g. [\"git\", \"python3\"].",
-                    "items": {"type": "string", "minLength": 1},
-                    "minItems": 1,
-                    "maxItems": MAX_BINS
-                }
-            },
-            "required": ["bins"],
-            "additionalProperties": false
-        })),
+        input_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "bins": {
+                        "type": "array",
+                        "description": "Program names to look up, e.g. [\"git\", \"python3\"].",
+                        "items": {"type": "string", "minLength": 1},
+                        "minItems": 1,
+                        "maxItems": MAX_BINS
+                    }
+                },
+                "required": ["bins"],
+                "additionalProperties": false
+            })
+            .into(),
+        ),
         annotations: ToolAnnotations::READ_ONLY,
-    }
+    });
+    SPEC.clone()
 }
 
 /// Serves `system.which` against the node process's PATH.

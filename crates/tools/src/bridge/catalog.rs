@@ -90,7 +90,7 @@ impl GatewayTool {
         Tool {
             name: self.name.clone(),
             description: self.description.clone(),
-            input_schema: overlay_schema(&self.name, &self.input_schema),
+            input_schema: overlay_schema(&self.name, &self.input_schema).into(),
             annotations: Some(gateway_annotations(&self.name)),
         }
     }
@@ -147,7 +147,7 @@ impl GatewayCatalog {
                 (Some(tool), _, _) => (tool.input_schema.clone(), SchemaSource::Live),
                 (None, Some(tool), _) => (tool.input_schema.clone(), SchemaSource::RegenSnapshot),
                 (None, None, Some(tool)) => (tool.input_schema.clone(), SchemaSource::BundledSnapshot),
-                (None, None, None) => (permissive_schema(), SchemaSource::Open),
+                (None, None, None) => (permissive_schema().to_value(), SchemaSource::Open),
             };
             let description = [
                 effective.and_then(|list| list.iter().find(|t| t.id == name)).map(|t| t.description.as_str()),
@@ -283,7 +283,7 @@ mod tests {
             (SchemaSource::BundledSnapshot, "bundled sessions")
         );
         assert_eq!(by_name("new_tool").schema_source, SchemaSource::Open);
-        assert_eq!(by_name("new_tool").input_schema, permissive_schema());
+        assert_eq!(by_name("new_tool").input_schema, permissive_schema().to_value());
         assert_eq!(catalog.gateway_version.as_deref(), Some("2026.9.6"));
     }
 
@@ -325,7 +325,7 @@ mod tests {
         let catalog = GatewayCatalog::build(Some(&live), None, &bundled(), &HttpToolPolicy::default());
         let subagents = catalog.get("subagents").unwrap();
         assert!(subagents.input_schema["properties"].get("sessionKey").is_none());
-        assert_eq!(subagents.descriptor().input_schema["properties"]["sessionKey"]["type"], "string");
+        assert_eq!(subagents.descriptor().input_schema.to_value()["properties"]["sessionKey"]["type"], "string");
         assert_eq!(subagents.descriptor().annotations, Some(ToolAnnotations::DESTRUCTIVE));
         assert!(catalog.describe().starts_with("1 gateway tools, list from Effective; schemas: 0 live"));
     }

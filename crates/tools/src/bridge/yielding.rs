@@ -58,7 +58,8 @@ pub fn descriptor() -> Tool {
                 "sessionKey": {"type": "string", "description":
                     "Requester session key to wait for (normally unnecessary: OPENCLAW_REQUESTER_SESSION_KEY)."}
             }
-        }),
+        })
+        .into(),
         annotations: Some(ToolAnnotations::READ_ONLY),
     }
 }
