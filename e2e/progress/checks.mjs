@@ -17,6 +17,9 @@
 // attributed to the right call), which keeps the whole run near the length of one call.
 // Each check prints `PASS <name>` or `FAIL <name>: <why>`.
 
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** The client timeout of the checks: well under the call, longer than two heartbeats. */
 export const CLIENT_TIMEOUT_MS = 12_000;
 /** The SDK's ErrorCode.RequestTimeout. */
@@ -46,6 +49,34 @@ export function countIncoming(transport) {
     deliver?.(message, extra);
   };
   return seen;
+}
+
+/**
+ * A clean environment for one stdio bridge process: a private HOME, state dir and XDG dirs
+ * under `homes` (shaped like e2e/gateway/harness.py's), so nothing reads or writes the
+ * user's ~/.openclaw. Returns the env; `env.HOME` is the private home.
+ */
+export function privateOpenClawEnv(homes, prefix) {
+  mkdirSync(homes, { recursive: true, mode: 0o700 });
+  const home = mkdtempSync(join(homes, prefix));
+  const state = join(home, 'state');
+  for (const dir of [state, join(home, '.config'), join(home, '.local/share'), join(home, '.local/state'), join(home, '.cache')]) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+  const config = join(state, 'openclaw.json');
+  writeFileSync(config, `${JSON.stringify({ logging: { file: join(home, 'openclaw.log') } })}\n`, { mode: 0o600 });
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    HOME: home,
+    OPENCLAW_HOME: home,
+    OPENCLAW_STATE_DIR: state,
+    OPENCLAW_CONFIG_PATH: config,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local/share'),
+    XDG_STATE_HOME: join(home, '.local/state'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+  };
 }
 
 function progressCollector() {

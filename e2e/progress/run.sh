@@ -4,17 +4,20 @@
 # without a progress token gets no progress, and without resetTimeoutOnProgress it times out.
 # See checks.mjs for the checks.
 #
-# Usage: e2e/progress/run.sh [node] [serve]      (default: both)
+# Usage: e2e/progress/run.sh [node] [serve] [tools]      (default: all three)
 #   node   `clawmcp node` over loopback HTTP: system.run ["sleep","30"]          (node_http.mjs)
 #   serve  `clawmcp serve` over stdio against the real OpenClaw gateway:
-#          events_wait {timeout_ms: 30000} with no event arriving             (serve_stdio.mjs)
+#          events_wait {timeout_ms: 30000} with no event arriving          (stdio.mjs serve)
+#   tools  `clawmcp tools` over stdio against the real OpenClaw gateway:
+#          the local exec tool running ["sleep","30"] in the foreground    (stdio.mjs tools)
 #
 # node: inside e2e/run.sh (CLAWMCP_E2E_URL and CLAWMCP_E2E_TOKEN_FILE set) it drives that
 #   node; otherwise it starts its own `clawmcp node` (CLAWMCP_E2E_BIN, default
 #   target/release/clawmcp) on a free 127.0.0.1 port with a throwaway data dir whose
 #   exec-approvals.json lets system.run run sleep, and stops it by PID.
-# serve: installs and starts the real gateway with e2e/gateway/install.sh and start.sh (used
-#   as they are), in a throwaway dir, and stops it with e2e/gateway/stop.sh on exit.
+# serve, tools: install and start the real gateway with e2e/gateway/install.sh and start.sh
+#   (used as they are), once for both, in a throwaway dir, and stop it with
+#   e2e/gateway/stop.sh on exit.
 # Each part takes about 35 s once installed (the three calls run concurrently); the gateway
 # adds its start-up time (8-50 s). Exits non-zero if any check fails; nothing is skipped.
 #
@@ -33,7 +36,7 @@ source "$HERE/../lib/node_host.sh"
 PARTS=()
 for arg in "$@"; do
   case "$arg" in
-    node | serve) PARTS+=("$arg") ;;
+    node | serve | tools) PARTS+=("$arg") ;;
     -h | --help)
       sed -n '2,25p' "$0"
       exit 0
@@ -41,7 +44,7 @@ for arg in "$@"; do
     *) e2e_die "unknown argument: $arg (see --help)" ;;
   esac
 done
-((${#PARTS[@]})) || PARTS=(node serve)
+((${#PARTS[@]})) || PARTS=(node serve tools)
 
 for tool in node python3 timeout; do
   command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
@@ -86,7 +89,9 @@ run_node() {
   timeout 300 node "$HERE/node_http.mjs"
 }
 
-run_serve() {
+# Starts the real gateway once for the stdio parts and exports its gateway.env.
+ensure_gateway() {
+  [[ -z "$GW_ROOT" ]] || return 0
   bash "$ROOT/e2e/gateway/install.sh" >/dev/null || e2e_die "gateway install failed (e2e/gateway/install.sh)"
   GW_ROOT="$TMP/gateway"
   bash "$ROOT/e2e/gateway/start.sh" --root "$GW_ROOT" >/dev/null || e2e_die "the OpenClaw gateway did not start"
@@ -94,8 +99,15 @@ run_serve() {
   # shellcheck disable=SC1091
   source "$GW_ROOT/gateway.env"
   set +a
-  CLAWMCP_E2E_BIN="$(resolve_bin)" CLAWMCP_PROGRESS_HOME="$TMP/serve-home" timeout 300 node "$HERE/serve_stdio.mjs"
 }
+
+run_stdio_surface() {
+  ensure_gateway
+  CLAWMCP_E2E_BIN="$(resolve_bin)" CLAWMCP_PROGRESS_HOME="$TMP/$1-home" timeout 300 node "$HERE/stdio.mjs" "$1"
+}
+
+run_serve() { run_stdio_surface serve; }
+run_tools() { run_stdio_surface tools; }
 
 failed=()
 for part in "${PARTS[@]}"; do
