@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clawmcp_mcp::jsonrpc::{self, Incoming, RequestId};
-use clawmcp_mcp::{McpServer, McpService, RequestContext, RpcError, TIMED_OUT, ToolResult};
+use clawmcp_mcp::{McpServer, McpService, MessageClass, RequestContext, RpcError, TIMED_OUT, ToolResult};
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -299,7 +299,8 @@ async fn answer<S: McpService + ?Sized>(
     drop(body);
     drop(ingress);
 
-    let handler_slot = shared.pools.handler(McpServer::<S>::classify(&message)).await?;
+    let class = McpServer::<S>::classify(&message);
+    let handler_slot = shared.pools.handler(class).await?;
     let streamed_id = match &message {
         Incoming::Request { id, .. } if accepts_event_stream && McpServer::<S>::wants_progress(&message) => {
             Some(id.clone())
@@ -310,21 +311,29 @@ async fn answer<S: McpService + ?Sized>(
         let call = StreamedCall { id, message, transport_cancel, deadline, slot: handler_slot };
         return Ok(stream_answer(shared, call, cancel_on_disconnect));
     }
-    let task = shared.tasks.spawn(dispatch_bounded(
+    let dispatch = dispatch_bounded(
         shared.mcp.clone(),
         message,
         RequestContext::new(transport_cancel.clone()),
         deadline,
         limits.abandon_after_cancel,
         handler_slot,
-    ));
-    match task.await {
-        Ok(Handled::Answered(frame)) => Ok(whole(jsonrpc_response(frame))),
-        Ok(Handled::Abandoned) => Err(Refusal::TimedOut),
-        Err(error) => {
+    );
+    let handled = match class {
+        // A tool call runs as its own task: when the client disconnects, hyper drops this
+        // future, and the tool must still see the cancellation, stop its work and only then
+        // give its slot back.
+        MessageClass::Tool => shared.tasks.spawn(dispatch).await.map_err(|error| {
             tracing::error!(%error, "MCP request handler failed");
-            Err(Refusal::Internal)
-        }
+            Refusal::Internal
+        })?,
+        // Everything else is answered at once and owns nothing worth finishing for a client
+        // that left, so it runs inline: no task spawn on the hot path (`ping` keep-alives).
+        MessageClass::Control => dispatch.await,
+    };
+    match handled {
+        Handled::Answered(frame) => Ok(whole(jsonrpc_response(frame))),
+        Handled::Abandoned => Err(Refusal::TimedOut),
     }
 }
 
