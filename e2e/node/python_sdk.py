@@ -24,68 +24,33 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import sys
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-EXPECTATIONS = json.loads((Path(__file__).parent / "expectations.json").read_text())
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from node_checks import (  # noqa: E402  (after the path above)
+    CALL_TIMEOUT_SECONDS,
+    EXPECTATIONS,
+    CheckRunner,
+    cancel_long_system_run,
+    expect,
+    system_which,
+    tool_payload,
+    tools_list,
+    wait_for,
+)
+
 # The node negotiates a handshake-era protocol, where ping is still defined; the SDK warns
 # about its 2026-07-28 removal on every call.
 warnings.filterwarnings("ignore", message="ping is removed")
-# Bound for waiting on processes to appear/disappear: generous so a loaded CI machine
-# cannot flake, and far below the sleep length so a leaked process is always caught.
-PROCESS_WAIT_SECONDS = 15.0
-CALL_TIMEOUT_SECONDS = 60.0
-
-
-class CheckFailed(Exception):
-    """An assertion about the node's behaviour did not hold."""
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
-def tool_payload(result: Any) -> Any:
-    """The node answers tools/call with one text content block holding compact JSON."""
-    expect(not result.is_error, f"tool returned isError: {result.content!r}")
-    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
-    expect(len(texts) == 1, f"expected one text content block, got {result.content!r}")
-    return json.loads(texts[0])
-
-
-def marker_pids(marker: str) -> dict[int, list[str]]:
-    """Live processes whose argv contains `marker` (zombies have an empty cmdline)."""
-    found: dict[int, list[str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(marker.encode() in arg for arg in argv):
-            found[int(entry.name)] = [a.decode(errors="replace") for a in argv if a]
-    return found
-
-
-async def wait_for(predicate: Callable[[], bool], what: str) -> None:
-    with anyio.move_on_after(PROCESS_WAIT_SECONDS):
-        while not predicate():
-            await anyio.sleep(0.05)
-        return
-    raise CheckFailed(f"{what} (waited {PROCESS_WAIT_SECONDS:.0f}s)")
 
 
 class Exchange:
@@ -101,12 +66,11 @@ class Exchange:
         self.response_text: str | None = None
 
 
-class Driver:
+class Driver(CheckRunner):
     def __init__(self, url: str, token: str) -> None:
+        super().__init__("python-sdk")
         self.url = url
         self.token = token
-        self.failures: list[str] = []
-        self.passed = 0
         # Every POST the SDK makes with the server's answer, so a check can read an answer
         # the SDK itself dropped (the late result of a cancelled call).
         self.exchanges: list[Exchange] = []
@@ -141,17 +105,6 @@ class Driver:
             raise_exceptions=True,
         )
 
-    async def check(self, name: str, body: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await body()
-        except Exception as exc:  # noqa: BLE001 - every failure is reported, none is fatal to the run
-            detail = str(exc) if isinstance(exc, CheckFailed) else "".join(traceback.format_exception(exc)).strip()
-            self.failures.append(name)
-            print(f"FAIL {name}: {detail}", flush=True)
-        else:
-            self.passed += 1
-            print(f"PASS {name}", flush=True)
-
     async def auth_required(self) -> None:
         async with httpx2.AsyncClient(timeout=10) as bare:
             response = await bare.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -160,8 +113,8 @@ class Driver:
     async def legacy_session_checks(self) -> None:
         async with self.http_client() as http, self.client(http, "legacy") as client:
             await self.check("initialize-legacy", lambda: self.initialize_ok(client))
-            await self.check("tools-list", lambda: self.tools_list(client))
-            await self.check("system-which", lambda: self.system_which(client))
+            await self.check("tools-list", lambda: tools_list(client))
+            await self.check("system-which", lambda: system_which(client))
             await self.check("device-info", lambda: self.device_info(client))
             await self.check("unknown-tool", lambda: self.unknown_tool(client))
             await self.check("cancel-system-run", lambda: self.cancel_system_run(client))
@@ -170,21 +123,6 @@ class Driver:
         expect(client.server_info is not None and bool(client.server_info.name), "initialize: no serverInfo.name")
         expect(bool(client.protocol_version), "initialize: no protocolVersion negotiated")
         expect(client.server_capabilities.tools is not None, "initialize: no tools capability")
-
-    async def tools_list(self, client: Client) -> None:
-        listed = {tool.name: tool for tool in (await client.list_tools(cache_mode="bypass")).tools}
-        missing = [name for name in EXPECTATIONS["requiredTools"] if name not in listed]
-        expect(not missing, f"tools/list lacks {missing}; got {sorted(listed)}")
-        for name in EXPECTATIONS["requiredTools"]:
-            tool = listed[name]
-            expect(bool(tool.description and tool.description.strip()), f"{name}: empty description")
-            expect(tool.input_schema.get("type") == "object", f"{name}: inputSchema {tool.input_schema!r}")
-
-    async def system_which(self, client: Client) -> None:
-        payload = tool_payload(await client.call_tool("system.which", {"bins": ["sh"]}))
-        path = payload.get("bins", {}).get("sh")
-        expect(isinstance(path, str) and os.path.isabs(path), f"system.which sh: {payload!r}")
-        expect(os.access(path, os.X_OK), f"system.which sh -> {path} is not executable")
 
     async def device_info(self, client: Client) -> None:
         payload = tool_payload(await client.call_tool("device.info", {}))
@@ -197,28 +135,7 @@ class Driver:
         expect(result.is_error is True, f"unknown tool: expected isError, got {result!r}")
 
     async def cancel_system_run(self, client: Client) -> None:
-        # A unique fractional sleep length marks the sh and its sleep grandchild in /proc.
-        marker = f"{EXPECTATIONS['cancelSleepSeconds']}.{secrets.randbelow(10**6):06d}"
-        command = ["sh", "-c", f"sleep {marker} & wait"]
-        completed: list[Any] = []
-
-        async def call() -> None:
-            completed.append(await client.call_tool("system.run", {"command": command}))
-
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(call)
-                await wait_for(
-                    lambda: any(argv[0].endswith("sleep") for argv in marker_pids(marker).values()),
-                    f"system.run never started the sleep grandchild ({marker}); completed={completed!r}",
-                )
-                started = marker_pids(marker)
-                scope.cancel()
-        expect(scope.cancelled_caught and not completed, f"call was not abandoned: completed={completed!r}")
-        await wait_for(
-            lambda: not marker_pids(marker),
-            f"process tree survived cancellation: was {started}, still {marker_pids(marker)}",
-        )
+        marker = await cancel_long_system_run(client)
         expect(
             "notifications/cancelled" in self.sent_methods, f"SDK sent no notifications/cancelled: {self.sent_methods}"
         )
@@ -249,11 +166,9 @@ class Driver:
         try:
             await self.legacy_session_checks()
         except Exception as exc:  # noqa: BLE001 - connecting itself failed
-            self.failures.append("connect-legacy")
-            print(f"FAIL connect-legacy: {''.join(traceback.format_exception(exc)).strip()}", flush=True)
+            self.fail("connect-legacy", "".join(traceback.format_exception(exc)).strip())
         await self.check("discover-fallback", self.discover_fallback)
-        print(f"python-sdk: {self.passed} passed, {len(self.failures)} failed", flush=True)
-        return 1 if self.failures else 0
+        return self.summary()
 
 
 def main() -> int:
