@@ -48,7 +48,7 @@ while (($#)); do
       shift
       ;;
     -h | --help)
-      sed -n '2,24p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) e2e_die "unknown argument: $1" ;;

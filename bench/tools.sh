@@ -40,7 +40,7 @@ while (($#)); do
       shift
       ;;
     -h | --help)
-      sed -n '2,21p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) e2e_die "unknown argument: $1 (see --help)" ;;

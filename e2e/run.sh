@@ -30,7 +30,7 @@ for arg in "$@"; do
     --write-conformance-md) WRITE_CONFORMANCE_MD=1 ;;
     --keep) KEEP=1 ;;
     -h | --help)
-      sed -n '2,20p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) e2e_die "unknown argument: $arg" ;;

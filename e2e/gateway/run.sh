@@ -32,7 +32,7 @@ for arg in "$@"; do
     --reference-only) CANDIDATE=none ;;
     --keep) KEEP=1 ;;
     -h | --help)
-      sed -n '2,22p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) e2e_die "unknown argument: $arg (see --help)" ;;

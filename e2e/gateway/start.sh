@@ -49,7 +49,7 @@ while (($#)); do
       shift 2
       ;;
     -h | --help)
-      sed -n '2,26p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) e2e_die "unknown argument: $1 (see --help)" ;;

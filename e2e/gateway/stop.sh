@@ -22,7 +22,7 @@ for arg in "$@"; do
   case "$arg" in
     --clean) CLEAN=1 ;;
     -h | --help)
-      sed -n '2,13p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) TARGET="$arg" ;;

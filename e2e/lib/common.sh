@@ -13,6 +13,27 @@ e2e_die() {
   exit 1
 }
 
+# e2e_usage: print the calling script's documentation, its leading comment block (what
+# -h/--help shows), so the help can never fall out of step with the header.
+e2e_usage() { awk 'NR == 1 { next } /^#/ { print; next } { exit }' "$0"; }
+
+# e2e_parse_keep_flag ARGS...: the command line of a harness whose only flag is --keep (keep
+# the temp dir): sets KEEP=0 or 1, answers -h/--help, and refuses anything else.
+e2e_parse_keep_flag() {
+  KEEP=0
+  local arg
+  for arg in "$@"; do
+    case "$arg" in
+      --keep) KEEP=1 ;;
+      -h | --help)
+        e2e_usage
+        exit 0
+        ;;
+      *) e2e_die "unknown argument: $arg (see --help)" ;;
+    esac
+  done
+}
+
 # e2e_free_port: print a TCP port that was free on 127.0.0.1 a moment ago. The caller
 # must still handle "address in use" (another process can take it in between).
 e2e_free_port() {

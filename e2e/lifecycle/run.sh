@@ -25,17 +25,7 @@ E2E_LOG_TAG=e2e-lifecycle
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-KEEP=0
-for arg in "$@"; do
-  case "$arg" in
-    --keep) KEEP=1 ;;
-    -h | --help)
-      sed -n '2,20p' "$0"
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $arg (see --help)" ;;
-  esac
-done
+e2e_parse_keep_flag "$@"
 
 e2e_require timeout awk
 BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1

@@ -38,7 +38,7 @@ for arg in "$@"; do
   case "$arg" in
     node | serve | tools) PARTS+=("$arg") ;;
     -h | --help)
-      sed -n '2,25p' "$0"
+      e2e_usage
       exit 0
       ;;
     *) e2e_die "unknown argument: $arg (see --help)" ;;

@@ -28,7 +28,7 @@ source "$HERE/../lib/node_host.sh"
 
 case "${1:-}" in
   -h | --help)
-    sed -n '2,20p' "$0"
+    e2e_usage
     exit 0
     ;;
   "") ;;

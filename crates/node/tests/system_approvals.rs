@@ -3,29 +3,15 @@
 
 mod system_support;
 
-use clawmcp_mcp::CallContext;
+use clawmcp_node::Capability;
 use clawmcp_node::approvals::Decision;
 use clawmcp_node::system::RUN_DISABLED;
-use clawmcp_node::{Capability, InvokeRequest};
-use serde_json::{Value, json};
-use system_support::{Node, single_pending};
+use serde_json::json;
+use system_support::{Node, context, run_request, single_pending};
 use tokio_util::sync::CancellationToken;
 
 /// Every command needs a human decision.
 const ASK_ALWAYS: &str = r#"{"version": 1, "defaults": {"security": "full", "ask": "always", "askFallback": "deny"}}"#;
-
-fn run_request(args: Value) -> InvokeRequest {
-    InvokeRequest {
-        id: "t".into(),
-        command: "system.run".into(),
-        args: args.as_object().unwrap().clone(),
-        session_key: None,
-    }
-}
-
-fn context(cancel: &CancellationToken) -> CallContext {
-    CallContext { cancel: cancel.clone(), progress: None, meta: None }
-}
 
 #[tokio::test]
 async fn an_approved_command_runs() {

@@ -5,25 +5,13 @@ mod system_support;
 
 use std::time::Duration;
 
-use clawmcp_mcp::CallContext;
+use clawmcp_node::Capability;
 use clawmcp_node::system::MAX_CAPTURED_BYTES;
-use clawmcp_node::{Capability, InvokeRequest};
-use serde_json::{Value, json};
-use system_support::{Node, payload_of, pid_is_dead, pids_in, text_of, tree_pids, tree_script, wait_until_dead};
+use serde_json::json;
+use system_support::{
+    Node, context, payload_of, pid_is_dead, pids_in, run_request, text_of, tree_pids, tree_script, wait_until_dead,
+};
 use tokio_util::sync::CancellationToken;
-
-fn run_request(args: Value) -> InvokeRequest {
-    InvokeRequest {
-        id: "test".into(),
-        command: "system.run".into(),
-        args: args.as_object().unwrap().clone(),
-        session_key: None,
-    }
-}
-
-fn context(cancel: &CancellationToken) -> CallContext {
-    CallContext { cancel: cancel.clone(), progress: None, meta: None }
-}
 
 #[tokio::test]
 async fn echo_round_trip() {

@@ -18,7 +18,7 @@ use std::fs;
 use std::io;
 use std::time::SystemTime;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CallContext, Tool, ToolAnnotations, ToolResult};
 use globset::GlobBuilder;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -127,20 +127,8 @@ fn find_files(request: &GlobRequest, max_results: usize, cancel: &CancellationTo
     let mut kept = BinaryHeap::with_capacity(max_results + 1);
     let mut total = 0usize;
     let mut problems = Problems::default();
-    for entry in walk::builder(&base.abs).build() {
-        if cancel.is_cancelled() {
-            return Err(CANCELLED.into());
-        }
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(err) => {
-                problems.record(err);
-                continue;
-            }
-        };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
+    let mut files = walk::builder(&base.abs).build();
+    while let Some(entry) = walk::next_file(&mut files, cancel, &mut problems)? {
         let Ok(relative) = entry.path().strip_prefix(&base.abs) else { continue };
         let relative = slash_path(relative);
         if !matcher.is_match(&relative) {

@@ -20,7 +20,7 @@
 use std::fs;
 use std::io;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CallContext, Tool, ToolAnnotations, ToolResult};
 use grep_matcher::LineTerminator;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -287,20 +287,8 @@ fn search(
     let mut output = Output::new(request, limits);
     let mut problems = Problems::default();
     let mut binary_files = 0usize;
-    for entry in walker.build() {
-        if cancel.is_cancelled() {
-            return Err(CANCELLED.into());
-        }
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(err) => {
-                problems.record(err);
-                continue;
-            }
-        };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
+    let mut files = walker.build();
+    while let Some(entry) = walk::next_file(&mut files, cancel, &mut problems)? {
         let shown = workspace.display(entry.path());
         let mut sink = FileSink::new(request.mode, output.entries_wanted(), limits.max_line_bytes);
         if let Err(err) = searcher.search_path(&matcher, entry.path(), &mut sink) {

@@ -11,7 +11,9 @@
 
 use std::path::Path;
 
-use ignore::{DirEntry, WalkBuilder};
+use clawmcp_mcp::CANCELLED;
+use ignore::{DirEntry, Walk, WalkBuilder};
+use tokio_util::sync::CancellationToken;
 
 /// Directory names pruned wherever they appear below the walk root.
 pub(crate) const ALWAYS_SKIPPED_DIRS: [&str; 5] = [".git", "node_modules", ".venv", "venv", "__pycache__"];
@@ -33,6 +35,27 @@ pub(crate) fn builder(root: &Path) -> WalkBuilder {
         .filter_entry(|entry| !is_always_skipped(entry))
         .sort_by_file_name(|a, b| a.cmp(b));
     builder
+}
+
+/// The next regular file of `walk`, `None` at the end. An entry the walk cannot read is recorded
+/// in `problems` and passed over; a fired `cancel` ends the walk with the cancellation error
+/// (checked per entry, so a huge tree stops promptly).
+pub(crate) fn next_file(
+    walk: &mut Walk,
+    cancel: &CancellationToken,
+    problems: &mut Problems,
+) -> Result<Option<DirEntry>, String> {
+    for entry in walk.by_ref() {
+        if cancel.is_cancelled() {
+            return Err(CANCELLED.into());
+        }
+        match entry {
+            Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) => return Ok(Some(entry)),
+            Ok(_) => {}
+            Err(err) => problems.record(err),
+        }
+    }
+    Ok(None)
 }
 
 fn is_always_skipped(entry: &DirEntry) -> bool {

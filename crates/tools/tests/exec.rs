@@ -1,6 +1,7 @@
 //! `exec`: shell strings and argv, workdir and env, exit codes, the output cap at its edge,
 //! timeouts and cancellation that end the whole process tree, and the hand-over to `process`.
 
+mod common;
 mod jobs_support;
 
 use clawmcp_mcp::{CANCELLED, CallContext};

@@ -2,6 +2,7 @@
 //! write and eof, kill that ends the whole tree, clear and remove, the job cap, and the
 //! guarantee that dropping the tools kills every job.
 
+mod common;
 mod jobs_support;
 
 use clawmcp_mcp::{CANCELLED, CallContext};

@@ -25,6 +25,15 @@ impl Relay {
         Relay { process: node.spawn_with_stdin(sandbox, "call", &args, Stdio::piped()) }
     }
 
+    /// Sends `tools/call` of a long `system.run` (a shell and its sleeping child, both recording
+    /// their pids) as request `id`, and returns those pids once both run.
+    fn start_long_run(&mut self, id: Value, sandbox: &Sandbox) -> Vec<i32> {
+        let pid_file = sandbox.root().join("pids");
+        let arguments: Value = serde_json::from_str(&long_run(&pid_file)).unwrap();
+        self.request(id, "tools/call", json!({"name": "system.run", "arguments": arguments}));
+        wait_for(WAIT_LIMIT, "the long run to start", || recorded_pids(&pid_file), || self.diagnostics())
+    }
+
     fn send(&mut self, message: Value) {
         let stdin = self.process.stdin();
         writeln!(stdin, "{message}").expect("write a line to the relay");
@@ -118,10 +127,7 @@ fn a_slow_call_does_not_block_ping_and_its_cancellation_reaches_the_node() {
     sandbox.allow_every_command();
     let node = Node::start(&sandbox);
     let mut relay = Relay::start(&node, &sandbox, &[]);
-    let pid_file = sandbox.root().join("pids");
-    let arguments: Value = serde_json::from_str(&long_run(&pid_file)).unwrap();
-    relay.request(json!(10), "tools/call", json!({"name": "system.run", "arguments": arguments}));
-    let pids = wait_for(WAIT_LIMIT, "the long run to start", || recorded_pids(&pid_file), || relay.diagnostics());
+    let pids = relay.start_long_run(json!(10), &sandbox);
 
     relay.request(json!(11), "ping", json!({}));
     assert_eq!(relay.answer(json!(11))["result"], json!({}));
@@ -194,10 +200,7 @@ fn eof_with_a_call_in_flight_exits_and_the_node_stops_the_call() {
     sandbox.allow_every_command();
     let node = Node::start(&sandbox);
     let mut relay = Relay::start(&node, &sandbox, &[]);
-    let pid_file = sandbox.root().join("pids");
-    let arguments: Value = serde_json::from_str(&long_run(&pid_file)).unwrap();
-    relay.request(json!(1), "tools/call", json!({"name": "system.run", "arguments": arguments}));
-    let pids = wait_for(WAIT_LIMIT, "the long run to start", || recorded_pids(&pid_file), || relay.diagnostics());
+    let pids = relay.start_long_run(json!(1), &sandbox);
     let finished = relay.finish();
     assert_eq!(finished.code(), Some(0), "stderr:\n{}", finished.stderr);
     // The relay dropped the unanswered exchange with its connection; the node cancels on that.

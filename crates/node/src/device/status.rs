@@ -309,6 +309,22 @@ fn assemble(collected_at: String, sections: &[Section], cpu: Option<Reading<CpuS
     Value::Object(result)
 }
 
+/// The keys of a report with every section, in the order they are written (upstream's order).
+#[cfg(test)]
+pub(super) const FULL_REPORT_KEYS: [&str; 11] = [
+    "collectedAt",
+    "os",
+    "cpu",
+    "memory",
+    "disk",
+    "battery",
+    "networkInterfaces",
+    "thermal",
+    "storage",
+    "network",
+    "uptimeSeconds",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,22 +359,7 @@ mod tests {
         assert_eq!(result["thermal"], json!({"state": "nominal"}));
         assert_eq!(result["uptimeSeconds"], Value::Null);
         let keys: Vec<&str> = result.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "collectedAt",
-                "os",
-                "cpu",
-                "memory",
-                "disk",
-                "battery",
-                "networkInterfaces",
-                "thermal",
-                "storage",
-                "network",
-                "uptimeSeconds"
-            ]
-        );
+        assert_eq!(keys, FULL_REPORT_KEYS);
     }
 
     #[test]

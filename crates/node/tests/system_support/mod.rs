@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawmcp_mcp::{DuplicatePolicy, McpServer, RequestContext, ServerInfo};
+use clawmcp_mcp::{CallContext, DuplicatePolicy, McpServer, RequestContext, ServerInfo};
 use clawmcp_node::approvals::ExecApprovals;
 use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::system::SystemCapability;
-use clawmcp_node::{NodeMcpService, Registry};
+use clawmcp_node::{InvokeRequest, NodeMcpService, Registry};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -88,6 +88,21 @@ impl Node {
 }
 
 /// The text of a tool result's first content block.
+/// A `system.run` invocation of `args`, as the MCP transport would build it.
+pub fn run_request(args: Value) -> InvokeRequest {
+    InvokeRequest {
+        id: "test".into(),
+        command: "system.run".into(),
+        args: args.as_object().unwrap().clone(),
+        session_key: None,
+    }
+}
+
+/// A call context that only carries `cancel`.
+pub fn context(cancel: &CancellationToken) -> CallContext {
+    CallContext { cancel: cancel.clone(), progress: None, meta: None }
+}
+
 pub fn text_of(result: &Value) -> &str {
     result["content"][0]["text"].as_str().expect("a text block")
 }

@@ -1,6 +1,6 @@
 //! Shared fixtures for the `exec` and `process` integration tests: a server-like [`Bridge`]
 //! (a temp-dir workspace and a `LocalTools` with its job registry), and ways to prove that a
-//! process is gone.
+//! process is gone. A test binary using it declares `mod common;` too.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -9,6 +9,9 @@ use std::time::Duration;
 use clawmcp_mcp::{CallContext, ToolResult};
 use clawmcp_tools::{LocalTools, Workspace};
 use serde_json::{Value, json};
+
+// The result readers are the ones every local-tool test uses (`mod common` in the test binary).
+pub use crate::common::{err_text, ok_text};
 
 pub struct Bridge {
     pub dir: tempfile::TempDir,
@@ -73,20 +76,6 @@ pub fn running_session(result: &ToolResult) -> (String, i32) {
     let (id, rest) = rest.split_once(", pid ").unwrap();
     let (pid, _) = rest.split_once(')').unwrap();
     (id.to_string(), pid.parse().unwrap())
-}
-
-pub fn text(result: &ToolResult) -> &str {
-    result.first_text().expect("a text block")
-}
-
-pub fn ok_text(result: &ToolResult) -> &str {
-    assert!(!result.is_error, "expected success, got error: {}", text(result));
-    text(result)
-}
-
-pub fn err_text(result: &ToolResult) -> &str {
-    assert!(result.is_error, "expected an error, got: {}", text(result));
-    text(result)
 }
 
 pub fn pids_in(text: &str) -> Vec<i32> {
