@@ -57,6 +57,13 @@ pub trait McpService: Send + Sync + 'static {
     /// The live tool list; called on every `tools/list`, never cached.
     fn list_tools(&self) -> Vec<Tool>;
 
+    /// Resolves when `list_tools` is worth reading: awaited before each `tools/list`. A surface
+    /// whose list is still being discovered waits here (bounded, it must resolve on its own);
+    /// the default is ready at once.
+    fn list_ready(&self) -> BoxFuture<'_, ()> {
+        futures_util::future::ready(()).boxed()
+    }
+
     /// Runs one tool. Unknown names and bad arguments are tool errors (`ToolResult::error`).
     /// The future must finish promptly once `ctx.cancel` fires.
     fn call_tool<'a>(
@@ -267,6 +274,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
             "tools/list" => {
                 let execution =
                     self.wire.tool_execution_task_support.map(|support| ToolExecution { task_support: support });
+                self.service.list_ready().await;
                 let tools = self.service.list_tools();
                 raw(&ToolsList { tools: tools.iter().map(|tool| ListedTool { tool, execution }).collect() })
             }

@@ -51,6 +51,25 @@ impl Outbound {
     pub async fn notify(&self, method: &str, params: &serde_json::Value) -> Result<(), SessionClosed> {
         self.send(jsonrpc::notification_frame(method, params)).await
     }
+
+    /// A handle that does not hold the output open: the session's writer ends when the last
+    /// `Outbound` is gone, so a background task that may outlive the session holds this.
+    pub fn downgrade(&self) -> WeakOutbound {
+        WeakOutbound { tx: self.tx.downgrade() }
+    }
+}
+
+/// See [`Outbound::downgrade`].
+#[derive(Clone)]
+pub struct WeakOutbound {
+    tx: mpsc::WeakSender<String>,
+}
+
+impl WeakOutbound {
+    /// The output, while the session still has it open.
+    pub fn upgrade(&self) -> Option<Outbound> {
+        self.tx.upgrade().map(|tx| Outbound { tx })
+    }
 }
 
 impl FrameSink for Outbound {

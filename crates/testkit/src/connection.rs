@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -47,8 +48,8 @@ pub(crate) enum Control {
 /// What a [`Reply`] turns into on the wire.
 enum Step {
     Send(String),
-    /// Answer request `id` with the reply after the delay.
-    Schedule(Duration, Value, Reply),
+    /// Answer request `id` with the reply once the future resolves (a delay, a gate).
+    Later(BoxFuture<'static, ()>, Value, Reply),
     Drop,
 }
 
@@ -212,9 +213,9 @@ async fn serve<S>(
                         return;
                     }
                 }
-                Step::Schedule(after, id, reply) => {
+                Step::Later(ready, id, reply) => {
                     delayed.spawn(async move {
-                        tokio::time::sleep(after).await;
+                        ready.await;
                         (id, reply)
                     });
                 }
@@ -236,7 +237,8 @@ fn plan(id: Value, reply: Reply) -> Vec<Step> {
         Reply::Error(error) => vec![response(false, "error", error)],
         Reply::Stall => Vec::new(),
         Reply::DropConnection => vec![Step::Drop],
-        Reply::Delay(after, inner) => vec![Step::Schedule(after, id, *inner)],
+        Reply::Delay(after, inner) => vec![Step::Later(tokio::time::sleep(after).boxed(), id, *inner)],
+        Reply::Held(gate, inner) => vec![Step::Later(gate.opened().boxed(), id, *inner)],
         Reply::AcceptedThen(inner) => {
             let mut steps = vec![response(true, "payload", json!({"status": "accepted"}))];
             steps.extend(plan(id, *inner));

@@ -30,4 +30,4 @@ pub mod tools_http;
 
 pub use config::{FakeAuth, FakeConfig};
 pub use gateway::{FakeGateway, Received, ToolCall};
-pub use reply::{Reply, ToolReply, gateway_error};
+pub use reply::{Gate, Reply, ToolReply, gateway_error};

@@ -2,9 +2,11 @@
 //! `/tools/invoke` call. The fault-injection cases (stall, drop, raw bytes, trickle) are
 //! ordinary variants so a test states its scenario in one handler.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 /// What the fake does with one `req` frame.
 #[derive(Debug, Clone)]
@@ -19,6 +21,9 @@ pub enum Reply {
     DropConnection,
     /// Answer with the inner reply after a delay (other requests are served meanwhile).
     Delay(Duration, Box<Reply>),
+    /// Answer with the inner reply once the test opens the gate (other requests are served
+    /// meanwhile): for orderings a delay could only make likely.
+    Held(Gate, Box<Reply>),
     /// An interim `{status:"accepted"}` response, then the inner reply (expect-final methods).
     AcceptedThen(Box<Reply>),
     /// Send this text verbatim instead of a response (malformed or oversize frames).
@@ -30,8 +35,31 @@ impl Reply {
         Reply::Delay(after, Box::new(reply))
     }
 
+    pub fn held(gate: &Gate, reply: Reply) -> Reply {
+        Reply::Held(gate.clone(), Box::new(reply))
+    }
+
     pub fn error(code: &str, message: &str) -> Reply {
         Reply::Error(gateway_error(code, message, None))
+    }
+}
+
+/// A switch a test opens to release [`Reply::Held`] answers. Opening is permanent.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<watch::Sender<bool>>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Resolves once the gate is open.
+    pub async fn opened(self) {
+        let _ = self.0.subscribe().wait_for(|open| *open).await;
     }
 }
 

@@ -115,6 +115,11 @@ pub struct GatewayCatalog {
 }
 
 impl GatewayCatalog {
+    /// The MCP descriptors of its tools, in catalog order.
+    pub fn descriptors(&self) -> Vec<Tool> {
+        self.tools.iter().map(GatewayTool::descriptor).collect()
+    }
+
     /// Merges what is known. `regen` is the regen snapshot, if one could be read.
     pub fn build(
         live: Option<&LiveTools>,

@@ -22,8 +22,9 @@
 //!
 //! Configuration errors (no gateway secret, a bad `--url`) fail before anything is served. Then
 //! the session starts at once on stdin/stdout while discovery runs in the background within
-//! [`DISCOVERY_BUDGET`]; `tools/list` and gateway calls wait for it at most that long, then use
-//! the snapshots. EOF on stdin ends the session: calls are cancelled, the local tools' background
+//! [`DISCOVERY_BUDGET`]; gateway calls wait for it at most that long and `tools/list` at most
+//! [`LIST_WAIT`], then use the snapshots (a list answered from them is followed by
+//! `notifications/tools/list_changed` when the live list arrives and differs). EOF on stdin ends the session: calls are cancelled, the local tools' background
 //! jobs are stopped (`LocalTools::shutdown`), and [`run`] returns. Stdout carries JSON-RPC only;
 //! logs go through `tracing` (the CLI sends them to stderr).
 
@@ -44,7 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawmcp_gateway::{ConfigError, GatewayTarget, InvokeError, ToolsInvokeClient, ToolsInvokeOptions};
-use clawmcp_mcp::stdio::{self, SessionEnd};
+use clawmcp_mcp::stdio::{self, SessionEnd, WeakOutbound};
 use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -63,7 +64,7 @@ pub use forward::{ForwardError, Forwarder, PreparedCall};
 pub use pending::{MAX_RECORD_BYTES, PENDING_DIR, PENDING_MAX_AGE, PendingRun, PendingStore};
 pub use policy::{CODING_SURFACE_TOOLS, DEFAULT_GATEWAY_HTTP_TOOL_DENY, HttpToolPolicy, OWNER_ONLY_TOOLS};
 pub use result::tool_result;
-pub use service::{CatalogCell, ToolsBridge, builtin_tools};
+pub use service::{CatalogCell, DiscoveryWaits, ToolsBridge, builtin_tools};
 pub use settings::{
     Allowlist, BridgeSettings, DEFAULT_AGENT_ID, DEFAULT_GATEWAY_TIMEOUT, MAX_GATEWAY_TIMEOUT, is_agent_scoped,
     normalize_session_key,
@@ -73,8 +74,13 @@ pub use yielding::{DEFAULT_POLL_INTERVAL, DEFAULT_YIELD_WAIT, MAX_YIELD_WAIT, pa
 
 use crate::{LocalTools, Workspace};
 
-/// How long discovery may take, and so how long the first `tools/list` can wait for it.
+/// How long discovery may take, and so how long a gateway call can wait for it.
 pub const DISCOVERY_BUDGET: Duration = Duration::from_secs(5);
+
+/// How long a `tools/list` waits for discovery. A real gateway answers in well under a second;
+/// a slower one does not hold the client's first list: it gets the snapshot list, then
+/// `notifications/tools/list_changed` once the live list is in and differs.
+pub const LIST_WAIT: Duration = Duration::from_secs(2);
 
 /// `serverInfo.name`.
 pub const SERVER_NAME: &str = "clawmcp-tools";
@@ -97,6 +103,8 @@ pub struct BridgeOptions {
     /// Ask the gateway for its tools (off: snapshots only).
     pub discover: bool,
     pub discovery_budget: Duration,
+    /// How long a `tools/list` waits for discovery (at most the budget); see [`LIST_WAIT`].
+    pub list_wait: Duration,
     /// `sessions_yield`'s poll interval.
     pub poll_interval: Duration,
     /// `--tools`: serve only the tools these globs match (and `OPENCLAW_MCP_ENABLED_TOOLS`
@@ -113,6 +121,7 @@ impl BridgeOptions {
             local_root,
             discover: true,
             discovery_budget: DISCOVERY_BUDGET,
+            list_wait: LIST_WAIT,
             poll_interval: DEFAULT_POLL_INTERVAL,
             tool_filter: ToolFilter::all(),
         }
@@ -173,7 +182,7 @@ pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
         local,
         forwarder,
         catalog,
-        options.discovery_budget,
+        DiscoveryWaits { list: options.list_wait.min(options.discovery_budget), call: options.discovery_budget },
         options.poll_interval,
     ));
     Ok(Prepared { bridge, target, settings, regen, policy })
@@ -191,7 +200,14 @@ fn bearer(target: &GatewayTarget) -> Option<clawmcp_gateway::Secret> {
 impl Prepared {
     /// Starts the background discovery that settles the catalog (at once when disabled), then
     /// warns about `--tools` patterns that match none of the tools finally known.
-    pub fn start_discovery(&self, options: &BridgeOptions) -> tokio::task::JoinHandle<()> {
+    ///
+    /// `session`, when given, is told `notifications/tools/list_changed` if a list was already
+    /// answered from the snapshot and the live catalog differs.
+    pub fn start_discovery(
+        &self,
+        options: &BridgeOptions,
+        session: Option<WeakOutbound>,
+    ) -> tokio::task::JoinHandle<()> {
         let (target, settings, regen, policy) =
             (self.target.clone(), self.settings.clone(), self.regen.clone(), self.policy.clone());
         let bridge = self.bridge.clone();
@@ -212,8 +228,13 @@ impl Prepared {
                 .then(|| GatewayCatalog::build(Some(&live), regen.as_ref(), Snapshot::bundled(), &policy));
             let catalog = discovered.as_ref().unwrap_or(&cell.current()).describe();
             info!("clawmcp tools: {catalog}");
-            cell.settle(discovered);
+            let stale_list = cell.settle(discovered);
             bridge.warn_unmatched_tool_patterns();
+            if let (true, Some(session)) = (stale_list, session.as_ref().and_then(WeakOutbound::upgrade)) {
+                info!("the live gateway tool list differs from the one already served: sending list_changed");
+                // Fails only when the session is over, when no one is left to tell.
+                let _ = session.notify("notifications/tools/list_changed", &serde_json::json!({})).await;
+            }
         })
     }
 }
@@ -236,11 +257,11 @@ where
 {
     let prepared = prepare(&options)?;
     info!(url = %prepared.target.url, workspace = %prepared.settings.workspace.display(), "clawmcp tools: serving on stdio");
-    let discovery = prepared.start_discovery(&options);
+    let (outbound, outbound_rx) = stdio::outbound_channel();
+    let discovery = prepared.start_discovery(&options, Some(outbound.downgrade()));
     let bridge = prepared.bridge.clone();
     let info = ServerInfo { name: SERVER_NAME.to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
     let server = Arc::new(McpServer::new(info, bridge.clone(), DuplicatePolicy::Reject));
-    let (outbound, outbound_rx) = stdio::outbound_channel();
     let end = stdio::serve(server, input, output, outbound, outbound_rx, shutdown).await;
     discovery.abort();
     bridge.local().shutdown().await;

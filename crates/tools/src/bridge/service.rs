@@ -4,19 +4,20 @@
 //! filtering the list is no boundary).
 //!
 //! The gateway tool list starts as the snapshot catalog and is replaced once by the live one
-//! when background discovery ends (bounded). `tools/list` waits for that, within the discovery
-//! budget, so a client's first list is normally the live one: `initialize` is never delayed.
-//! The wait blocks the dispatcher thread through `block_in_place`, because
-//! [`McpService::list_tools`] is synchronous; on a current-thread runtime (tests) it does not
-//! wait and serves what is known.
+//! when background discovery ends (bounded). `tools/list` waits for that (`list_ready`), within
+//! the discovery budget, so a client's first list is normally the live one: `initialize` is
+//! never delayed. Should a list have been answered from the snapshot (a slow gateway) and the
+//! live catalog then differ, the session sends `notifications/tools/list_changed`, which is
+//! why this server advertises `tools.listChanged`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use clawmcp_mcp::{CallContext, McpService, Tool, ToolResult};
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use serde_json::{Map, Value};
-use tokio::runtime::{Handle, RuntimeFlavor};
+use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
@@ -32,12 +33,18 @@ use crate::{LocalTool, LocalTools};
 pub struct CatalogCell {
     catalog: Mutex<Arc<GatewayCatalog>>,
     settled: watch::Sender<bool>,
+    /// A `tools/list` has been answered (from whichever catalog was current then).
+    listed: AtomicBool,
 }
 
 impl CatalogCell {
     /// Starts with `initial` (the snapshot catalog), not yet settled.
     pub fn new(initial: GatewayCatalog) -> Self {
-        CatalogCell { catalog: Mutex::new(Arc::new(initial)), settled: watch::Sender::new(false) }
+        CatalogCell {
+            catalog: Mutex::new(Arc::new(initial)),
+            settled: watch::Sender::new(false),
+            listed: AtomicBool::new(false),
+        }
     }
 
     /// Starts settled (no discovery will run).
@@ -51,12 +58,25 @@ impl CatalogCell {
         lock(&self.catalog).clone()
     }
 
-    /// Installs the discovered catalog (if any) and releases the waiters.
-    pub fn settle(&self, discovered: Option<GatewayCatalog>) {
+    /// The catalog for a `tools/list` answer. Marks the cell listed *before* reading, so a
+    /// [`CatalogCell::settle`] racing with it either sees the mark or is already visible here.
+    fn current_for_listing(&self) -> Arc<GatewayCatalog> {
+        self.listed.store(true, Ordering::SeqCst);
+        self.current()
+    }
+
+    /// Installs the discovered catalog (if any) and releases the waiters. Returns whether a
+    /// client may hold a stale list: one was answered before and the tools it would now show
+    /// differ (the session should send `notifications/tools/list_changed`).
+    pub fn settle(&self, discovered: Option<GatewayCatalog>) -> bool {
+        let mut changed = false;
         if let Some(catalog) = discovered {
-            *lock(&self.catalog) = Arc::new(catalog);
+            let mut current = lock(&self.catalog);
+            changed = current.descriptors() != catalog.descriptors();
+            *current = Arc::new(catalog);
         }
         self.settled.send_replace(true);
+        changed && self.listed.load(Ordering::SeqCst)
     }
 
     pub fn is_settled(&self) -> bool {
@@ -67,19 +87,6 @@ impl CatalogCell {
     pub async fn wait(&self, limit: Duration) {
         let mut settled = self.settled.subscribe();
         let _ = tokio::time::timeout(limit, settled.wait_for(|s| *s)).await;
-    }
-
-    /// [`CatalogCell::wait`] from synchronous code: only on a multi-thread runtime, where
-    /// `block_in_place` hands this worker's other tasks to another thread first.
-    fn wait_blocking(&self, limit: Duration) {
-        if self.is_settled() {
-            return;
-        }
-        let Ok(handle) = Handle::try_current() else { return };
-        if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
-            return;
-        }
-        tokio::task::block_in_place(|| handle.block_on(self.wait(limit)));
     }
 }
 
@@ -101,8 +108,17 @@ pub struct ToolsBridge {
     forwarder: Forwarder,
     catalog: Arc<CatalogCell>,
     yielder: SessionsYield,
-    /// How long a list or a gateway call waits for discovery to settle.
-    discovery_wait: Duration,
+    waits: DiscoveryWaits,
+}
+
+/// How long requests wait for discovery to settle.
+#[derive(Debug, Clone, Copy)]
+pub struct DiscoveryWaits {
+    /// A `tools/list`: short, because a live list that comes later is announced with
+    /// `notifications/tools/list_changed`.
+    pub list: Duration,
+    /// A gateway call: the whole discovery budget, because the name may be in the live list only.
+    pub call: Duration,
 }
 
 impl ToolsBridge {
@@ -111,12 +127,12 @@ impl ToolsBridge {
         local: LocalTools,
         forwarder: Forwarder,
         catalog: Arc<CatalogCell>,
-        discovery_wait: Duration,
+        waits: DiscoveryWaits,
         poll_interval: Duration,
     ) -> Self {
         let store = PendingStore::new(&settings.workspace);
         let yielder = SessionsYield { forwarder: forwarder.clone(), store, poll_interval };
-        ToolsBridge { settings, local, forwarder, catalog, yielder, discovery_wait }
+        ToolsBridge { settings, local, forwarder, catalog, yielder, waits }
     }
 
     pub fn catalog(&self) -> &Arc<CatalogCell> {
@@ -178,7 +194,7 @@ impl ToolsBridge {
         if name == SESSIONS_YIELD {
             return self.yielder.run(&arguments, &ctx).await;
         }
-        self.catalog.wait(self.discovery_wait).await;
+        self.catalog.wait(self.waits.call).await;
         if self.catalog.current().get(name).is_none() {
             return ToolResult::error(format!(
                 "Unknown tool: {name}. It is not among the tools this server advertises (see tools/list): neither a \
@@ -203,10 +219,19 @@ impl ToolsBridge {
 }
 
 impl McpService for ToolsBridge {
+    fn list_ready(&self) -> BoxFuture<'_, ()> {
+        self.catalog.wait(self.waits.list).boxed()
+    }
+
     fn list_tools(&self) -> Vec<Tool> {
-        self.catalog.wait_blocking(self.discovery_wait);
-        let catalog = self.catalog.current();
+        let catalog = self.catalog.current_for_listing();
         self.all_tools(&catalog).into_iter().filter(|tool| self.settings.serves(&tool.name)).collect()
+    }
+
+    /// `listChanged`: a list answered from the snapshot is followed by `list_changed` when the
+    /// live gateway list turns out different (see the module docs).
+    fn capabilities(&self) -> Value {
+        json!({"tools": {"listChanged": true}})
     }
 
     fn call_tool<'a>(

@@ -101,7 +101,7 @@ impl Setup {
 
     pub async fn bridge_with(&self, options: BridgeOptions) -> Arc<ToolsBridge> {
         let prepared = bridge::prepare(&options).expect("the bridge prepares");
-        prepared.start_discovery(&options).await.expect("discovery does not panic");
+        prepared.start_discovery(&options, None).await.expect("discovery does not panic");
         assert!(prepared.bridge.catalog().is_settled());
         prepared.bridge.clone()
     }
