@@ -77,10 +77,11 @@ use crate::{LocalTools, Workspace};
 /// How long discovery may take, and so how long a gateway call can wait for it.
 pub const DISCOVERY_BUDGET: Duration = Duration::from_secs(5);
 
-/// How long a `tools/list` waits for discovery. A real gateway answers in well under a second;
+/// How long a `tools/list` waits for discovery. The real gateway answers in about a second (a
+/// seeded 2026.9.6 on a 2-core machine: 0.2-1 s);
 /// a slower one does not hold the client's first list: it gets the snapshot list, then
 /// `notifications/tools/list_changed` once the live list is in and differs.
-pub const LIST_WAIT: Duration = Duration::from_secs(2);
+pub const LIST_WAIT: Duration = Duration::from_secs(3);
 
 /// `serverInfo.name`.
 pub const SERVER_NAME: &str = "clawmcp-tools";
