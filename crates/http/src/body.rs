@@ -28,6 +28,9 @@ where
 {
     let collect = Limited::new(body, max_bytes).collect();
     tokio::select! {
+        // The body first: a small one has usually arrived with the headers, and then no timer
+        // is ever registered for the deadline (one less wheel insert per request).
+        biased;
         collected = collect => match collected {
             Ok(collected) => Ok(collected.to_bytes()),
             Err(e) if e.is::<LengthLimitError>() => Err(Refusal::TooLarge),

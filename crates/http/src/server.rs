@@ -282,16 +282,11 @@ async fn answer<S: McpService + ?Sized>(
     gate::refuse_declared_oversize(request.body(), limits.max_body_bytes)?;
     let accepts_event_stream = gate::accepts_event_stream(&request);
 
-    // The transport's side of this request. It fires at the deadline, on shutdown (parent
-    // token), or when hyper drops this future (or a streamed body) because the client went
-    // away (the guard).
-    let transport_cancel = shared.requests.child_token();
-    let cancel_on_disconnect = transport_cancel.clone().drop_guard();
     let deadline = received + limits.request_timeout;
-
     let ingress = shared.pools.ingress().await?;
     let body_deadline = deadline.min(Instant::now() + limits.body_read_timeout);
-    let body = read_body(request.into_body(), limits.max_body_bytes, body_deadline, &transport_cancel).await?;
+    // Shutdown (the parent of every request's token) also ends a body read.
+    let body = read_body(request.into_body(), limits.max_body_bytes, body_deadline, &shared.requests).await?;
     let message = match jsonrpc::parse(&body) {
         Ok(message) => message,
         Err(rejection) => return Ok(whole(jsonrpc_response(jsonrpc::rejection_frame(rejection)))),
@@ -300,6 +295,15 @@ async fn answer<S: McpService + ?Sized>(
     drop(ingress);
 
     let class = McpServer::<S>::classify(&message);
+    // The transport's side of this request. For a tool call it fires at the deadline, on
+    // shutdown (parent token), or when hyper drops this future (or a streamed body) because the
+    // client went away (the guard). A control request is answered inline at once and dropped
+    // with the connection, so it gets a plain token (no parent link: nothing to lock per ping).
+    let transport_cancel = match class {
+        MessageClass::Tool => shared.requests.child_token(),
+        MessageClass::Control => CancellationToken::new(),
+    };
+    let cancel_on_disconnect = transport_cancel.clone().drop_guard();
     let handler_slot = shared.pools.handler(class).await?;
     let streamed_id = match &message {
         Incoming::Request { id, .. } if accepts_event_stream && McpServer::<S>::wants_progress(&message) => {
