@@ -63,9 +63,9 @@ impl DeviceCapability {
             name: "device.info",
             description: Some(
                 "Describe this machine: {deviceName (host name), modelIdentifier (DMI product name, \
-                     else the CPU architecture), systemName (\"Linux\"), systemVersion (distribution and \
-                     version), kernelVersion, appVersion, appBuild, locale (BCP 47, e.g. en-US), \
-                     architecture}. Static metadata; takes no arguments.",
+                 else the CPU architecture), systemName (\"Linux\"), systemVersion (distribution and \
+                 version), kernelVersion, appVersion, appBuild, locale (BCP 47, e.g. en-US), \
+                 architecture}. Static metadata; takes no arguments.",
             ),
             input_schema: Some(json!({"type": "object", "properties": {}, "additionalProperties": false}).into()),
             annotations: ToolAnnotations::READ_ONLY,
@@ -78,15 +78,15 @@ impl DeviceCapability {
             name: "device.status",
             description: Some(
                 "Current health of this machine. Returns collectedAt (ISO-8601 UTC) and the requested \
-                     sections: os {version, architecture, machineName, uptimeSeconds, kernelVersion}, cpu \
-                     {name, logicalProcessors, usagePercent}, memory {totalBytes, availableBytes, \
-                     usagePercent}, disk {drives:[{name, label, totalBytes, freeBytes, usagePercent, format}]}, \
-                     battery {present, chargePercent, isCharging, estimatedMinutesRemaining} (merged into the \
-                     battery key), network as networkInterfaces {interfaces:[{name, mac, addresses, up, \
-                     rxBytes, txBytes}]}. Always present: battery {level, state, lowPowerModeEnabled}, \
-                     thermal, storage {totalBytes, freeBytes, usedBytes}, network {status, isExpensive, \
-                     isConstrained, interfaces}, uptimeSeconds. A section that cannot be read is \
-                     {error: \"collection failed\"}. Sampling CPU usage adds about 0.2 s.",
+                 sections: os {version, architecture, machineName, uptimeSeconds, kernelVersion}, cpu \
+                 {name, logicalProcessors, usagePercent}, memory {totalBytes, availableBytes, \
+                 usagePercent}, disk {drives:[{name, label, totalBytes, freeBytes, usagePercent, format}]}, \
+                 battery {present, chargePercent, isCharging, estimatedMinutesRemaining} (merged into the \
+                 battery key), network as networkInterfaces {interfaces:[{name, mac, addresses, up, \
+                 rxBytes, txBytes}]}. Always present: battery {level, state, lowPowerModeEnabled}, \
+                 thermal, storage {totalBytes, freeBytes, usedBytes}, network {status, isExpensive, \
+                 isConstrained, interfaces}, uptimeSeconds. A section that cannot be read is \
+                 {error: \"collection failed\"}. Sampling CPU usage adds about 0.2 s.",
             ),
             input_schema: Some(
                 json!({

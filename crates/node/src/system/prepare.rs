@@ -18,8 +18,8 @@ pub fn command_spec() -> CommandSpec {
         name: "system.run.prepare",
         description: Some(
             "Dry run of system.run: validates the same arguments and returns the plan \
-                 {cmdText, plan:{argv, cwd, rawCommand, agentId, sessionKey}} without running anything \
-                 or consulting exec approvals. cmdText is rawCommand, or argv quoted for a POSIX shell.",
+             {cmdText, plan:{argv, cwd, rawCommand, agentId, sessionKey}} without running anything \
+             or consulting exec approvals. cmdText is rawCommand, or argv quoted for a POSIX shell.",
         ),
         input_schema: Some(run_arguments_schema().into()),
         annotations: ToolAnnotations::READ_ONLY,

@@ -34,11 +34,11 @@ pub fn command_spec() -> CommandSpec {
         name: "system.run",
         description: Some(
             "Run a program on this machine, after exec-approval policy allows it. command is the argv \
-                 (no shell; use [\"sh\",\"-c\",\"...\"] for shell syntax). Returns {stdout, stderr, exitCode, \
-                 timedOut, success, durationMs}; a non-zero exit is a normal result with success false, and a \
-                 process ended by signal N reports exitCode 128+N. Each stream keeps its first 1 MiB \
-                 (stdoutTruncated/stderrTruncated mark a cut). On timeout (timeoutMs, default 30000, at most \
-                 600000) or cancellation the whole process tree is killed.",
+             (no shell; use [\"sh\",\"-c\",\"...\"] for shell syntax). Returns {stdout, stderr, exitCode, \
+             timedOut, success, durationMs}; a non-zero exit is a normal result with success false, and a \
+             process ended by signal N reports exitCode 128+N. Each stream keeps its first 1 MiB \
+             (stdoutTruncated/stderrTruncated mark a cut). On timeout (timeoutMs, default 30000, at most \
+             600000) or cancellation the whole process tree is killed.",
         ),
         input_schema: Some(run_arguments_schema().into()),
         annotations: ToolAnnotations::DESTRUCTIVE,

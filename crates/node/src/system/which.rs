@@ -27,7 +27,7 @@ pub fn command_spec() -> CommandSpec {
         name: "system.which",
         description: Some(
             "Find programs on this machine's PATH (the node's own PATH). Returns {bins:{name:absolutePath}} \
-                 listing only the names found as executable files; names containing '/' or '\\' are not looked up.",
+             listing only the names found as executable files; names containing '/' or '\\' are not looked up.",
         ),
         input_schema: Some(
             json!({
