@@ -24,18 +24,9 @@ source "$HERE/lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/node_host.sh
 source "$HERE/lib/node_host.sh"
 
-WRITE_CONFORMANCE_MD=0 KEEP=0
-for arg in "$@"; do
-  case "$arg" in
-    --write-conformance-md) WRITE_CONFORMANCE_MD=1 ;;
-    --keep) KEEP=1 ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $arg" ;;
-  esac
-done
+WRITE_CONFORMANCE_MD=0
+own_flag() { [[ "$1" == --write-conformance-md ]] && WRITE_CONFORMANCE_MD=1; }
+e2e_parse_flags own_flag "$@"
 
 e2e_require curl python3 node timeout
 

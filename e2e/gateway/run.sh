@@ -25,19 +25,15 @@ E2E_LOG_TAG=serve-compat
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-CANDIDATE=clawmcp KEEP=0
-for arg in "$@"; do
-  case "$arg" in
+CANDIDATE=clawmcp
+own_flag() {
+  case "$1" in
     --self-check) CANDIDATE=openclaw ;;
     --reference-only) CANDIDATE=none ;;
-    --keep) KEEP=1 ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $arg (see --help)" ;;
+    *) return 1 ;;
   esac
-done
+}
+e2e_parse_flags own_flag "$@"
 e2e_require curl python3 timeout npm
 
 # 1. The comparison rules themselves -----------------------------------------------------------

@@ -21,7 +21,7 @@ E2E_LOG_TAG=tools-compat
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-e2e_parse_keep_flag "$@"
+e2e_parse_flags "" "$@"
 e2e_require curl python3 timeout npm
 
 # 1. Binary -----------------------------------------------------------------------------------------

@@ -17,12 +17,15 @@ e2e_die() {
 # -h/--help shows), so the help can never fall out of step with the header.
 e2e_usage() { awk 'NR == 1 { next } /^#/ { print; next } { exit }' "$0"; }
 
-# e2e_parse_keep_flag ARGS...: the command line of a harness whose only flag is --keep (keep
-# the temp dir): sets KEEP=0 or 1, answers -h/--help, and refuses anything else.
-e2e_parse_keep_flag() {
+# e2e_parse_flags HANDLER ARGS...: the flags every harness shares, --keep (keep the temp dir:
+# sets KEEP=0 or 1) and -h/--help, plus those HANDLER accepts: a function called with each
+# argument that returns 0 when it took it ("" for none). Anything else is refused.
+e2e_parse_flags() {
+  local handler="$1" arg
+  shift
   KEEP=0
-  local arg
   for arg in "$@"; do
+    if [[ -n "$handler" ]] && "$handler" "$arg"; then continue; fi
     case "$arg" in
       --keep) KEEP=1 ;;
       -h | --help)

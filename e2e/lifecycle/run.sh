@@ -25,7 +25,7 @@ E2E_LOG_TAG=e2e-lifecycle
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-e2e_parse_keep_flag "$@"
+e2e_parse_flags "" "$@"
 
 e2e_require timeout awk
 BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1
