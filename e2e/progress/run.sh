@@ -12,8 +12,8 @@
 #          the local exec tool running ["sleep","30"] in the foreground    (stdio.mjs tools)
 #
 # node: inside e2e/run.sh (CLAWMCP_E2E_URL and CLAWMCP_E2E_TOKEN_FILE set) it drives that
-#   node; otherwise it starts its own `clawmcp node` (CLAWMCP_E2E_BIN, default
-#   target/release/clawmcp) on a free 127.0.0.1 port with a throwaway data dir whose
+#   node; otherwise it starts its own `clawmcp node` (CLAWMCP_E2E_BIN, else
+#   `cargo build --release`) on a free 127.0.0.1 port with a throwaway data dir whose
 #   exec-approvals.json lets system.run run sleep, and stops it by PID.
 # serve, tools: install and start the real gateway with e2e/gateway/install.sh and start.sh
 #   (used as they are), once for both, in a throwaway dir, and stop it with
@@ -46,27 +46,17 @@ for arg in "$@"; do
 done
 ((${#PARTS[@]})) || PARTS=(node serve tools)
 
-for tool in node python3 timeout; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
-done
+e2e_require node python3 timeout
 
 e2e_client_env
 
-resolve_bin() {
-  local bin="${CLAWMCP_E2E_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
-  [[ -x "$bin" ]] || e2e_die "clawmcp binary not found at $bin; build it or set CLAWMCP_E2E_BIN"
-  echo "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
-}
+BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1
 
 TMP="$(mktemp -d /tmp/clawmcp-e2e-progress.XXXXXX)"
 GW_ROOT=""
-OWN_NODE=0
 finish() {
   local rc=$?
-  if ((OWN_NODE)) && ! e2e_stop_node; then
-    e2e_log "clawmcp node did not stop on SIGTERM"
-    rc=1
-  fi
+  e2e_stop_owned_node || rc=1
   if [[ -n "$GW_ROOT" && -f "$GW_ROOT/gateway.env" ]]; then
     bash "$ROOT/e2e/gateway/stop.sh" "$GW_ROOT" >&2 || rc=1
   fi
@@ -76,15 +66,7 @@ finish() {
 trap finish EXIT
 
 run_node() {
-  if [[ -z "${CLAWMCP_E2E_URL:-}" || -z "${CLAWMCP_E2E_TOKEN_FILE:-}" ]]; then
-    local data_dir="$TMP/node-data"
-    mkdir -m 700 "$data_dir"
-    e2e_seed_exec_approvals "$data_dir"
-    OWN_NODE=1
-    e2e_start_node "$(resolve_bin)" "$data_dir" "$TMP/node.log" || e2e_die "clawmcp node did not start"
-    export CLAWMCP_E2E_URL="$NODE_HOST_URL" CLAWMCP_E2E_TOKEN_FILE="$NODE_HOST_TOKEN_FILE"
-    e2e_log "started clawmcp node pid $NODE_HOST_PID at $NODE_HOST_URL"
-  fi
+  e2e_use_or_start_node "$BIN" "$TMP"
   # Bounded: a hang is a named failure, not a stuck run.
   timeout 300 node "$HERE/node_http.mjs"
 }
@@ -103,7 +85,7 @@ ensure_gateway() {
 
 run_stdio_surface() {
   ensure_gateway
-  CLAWMCP_E2E_BIN="$(resolve_bin)" CLAWMCP_PROGRESS_HOME="$TMP/$1-home" timeout 300 node "$HERE/stdio.mjs" "$1"
+  CLAWMCP_E2E_BIN="$BIN" CLAWMCP_PROGRESS_HOME="$TMP/$1-home" timeout 300 node "$HERE/stdio.mjs" "$1"
 }
 
 run_serve() { run_stdio_surface serve; }

@@ -10,7 +10,7 @@
 #
 # Inside e2e/run.sh (CLAWMCP_E2E_URL, CLAWMCP_E2E_TOKEN_FILE, CLAWMCP_E2E_DATA_DIR and
 # CLAWMCP_E2E_BIN set) it drives that node. Otherwise it starts its own `clawmcp node`
-# (CLAWMCP_E2E_BIN, default target/release/clawmcp) on a free 127.0.0.1 port with a throwaway
+# (CLAWMCP_E2E_BIN, else `cargo build --release`) on a free 127.0.0.1 port with a throwaway
 # data dir whose exec-approvals.json lets system.run run sh and sleep, and stops it by PID.
 # About 30 s once installed. Exits non-zero if any check fails; nothing is skipped.
 #
@@ -19,7 +19,6 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 E2E_LOG_TAG=e2e-stdio
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
@@ -35,45 +34,21 @@ case "${1:-}" in
   *) e2e_die "unknown argument: $1 (see --help)" ;;
 esac
 
-for tool in node python3 timeout; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found; .ci/run installs what the e2e suite needs"
-done
+e2e_require node python3 timeout
 
-bash "$ROOT/e2e/install.sh" >/dev/null || e2e_die "client install failed (e2e/install.sh)"
-CACHE="${CLAWMCP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clawmcp-e2e}"
-set -a
-# shellcheck disable=SC1091
-source "$CACHE/clients.env"
-set +a
-
-BIN="${CLAWMCP_E2E_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
-[[ -x "$BIN" ]] || e2e_die "clawmcp binary not found at $BIN; build it or set CLAWMCP_E2E_BIN"
-CLAWMCP_E2E_BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+e2e_client_env
+CLAWMCP_E2E_BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1
 export CLAWMCP_E2E_BIN
 
 TMP="$(mktemp -d /tmp/clawmcp-e2e-stdio.XXXXXX)"
-OWN_NODE=0
 finish() {
   local rc=$?
-  if ((OWN_NODE)) && ! e2e_stop_node; then
-    e2e_log "clawmcp node did not stop on SIGTERM"
-    rc=1
-  fi
+  e2e_stop_owned_node || rc=1
   if ((rc)); then e2e_log "kept $TMP (logs)"; else rm -rf -- "$TMP"; fi
   exit "$rc"
 }
 trap finish EXIT
-
-if [[ -z "${CLAWMCP_E2E_URL:-}" || -z "${CLAWMCP_E2E_TOKEN_FILE:-}" || -z "${CLAWMCP_E2E_DATA_DIR:-}" ]]
-then
-  data_dir="$TMP/node-data"
-  mkdir -m 700 "$data_dir"
-  e2e_seed_exec_approvals "$data_dir"
-  OWN_NODE=1
-  e2e_start_node "$CLAWMCP_E2E_BIN" "$data_dir" "$TMP/node.log" || e2e_die "clawmcp node did not start"
-  export CLAWMCP_E2E_URL="$NODE_HOST_URL" CLAWMCP_E2E_TOKEN_FILE="$NODE_HOST_TOKEN_FILE" CLAWMCP_E2E_DATA_DIR="$data_dir"
-  e2e_log "started clawmcp node pid $NODE_HOST_PID at $NODE_HOST_URL"
-fi
+e2e_use_or_start_node "$CLAWMCP_E2E_BIN" "$TMP"
 
 failed=()
 printf '\n===== e2e stdio: python sdk over call --stdio =====\n'

@@ -7,10 +7,7 @@ use nix::sys::signal::Signal;
 use predicates::str::contains;
 use serde_json::Value;
 
-use crate::support::{
-    Node, Sandbox, WAIT_LIMIT, free_port, json_of, long_run, recorded_pids, stderr_of, stdout_of, wait_all_dead,
-    wait_for,
-};
+use crate::support::{Node, Sandbox, free_port, json_of, long_run, recorded_pids, stderr_of, stdout_of, wait_all_dead};
 
 const WHICH_SH: &str = r#"{"bins":["sh"]}"#;
 
@@ -231,9 +228,7 @@ fn ctrl_c_cancels_the_run_on_the_node() {
     let sandbox = Sandbox::new();
     sandbox.allow_every_command();
     let node = Node::start(&sandbox);
-    let pid_file = sandbox.root().join("run.pids");
-    let mut call = node.spawn(&sandbox, "call", &["system.run", "--params", &long_run(&pid_file)]);
-    let pids = wait_for(WAIT_LIMIT, "the run to start", || recorded_pids(&pid_file), || call.stderr());
+    let (mut call, pids) = node.call_long_run(&sandbox);
 
     call.signal(Signal::SIGINT);
     let ended = call.wait("the interrupted call to exit");

@@ -393,9 +393,7 @@ fn sigint_with_a_run_in_flight_stops_the_node_kills_the_run_and_frees_the_port()
     let sandbox = Sandbox::new();
     sandbox.allow_every_command();
     let mut node = Node::start(&sandbox);
-    let pid_file = sandbox.root().join("run.pids");
-    let mut call = node.spawn(&sandbox, "call", &["system.run", "--params", &long_run(&pid_file)]);
-    let pids = wait_for(WAIT_LIMIT, "the run to start", || recorded_pids(&pid_file), || call.stderr());
+    let (mut call, pids) = node.call_long_run(&sandbox);
 
     let stopped = node.stop_with(Signal::SIGINT);
     assert_eq!(stopped.code(), Some(0), "stderr:\n{}", stopped.stderr);

@@ -7,7 +7,7 @@ use nix::sys::signal::Signal;
 use predicates::prelude::*;
 use predicates::str::contains;
 
-use crate::support::{Node, Sandbox, WAIT_LIMIT, free_port, is_alive, long_run, mode, recorded_pids, wait_for};
+use crate::support::{Node, Sandbox, free_port, is_alive, mode};
 
 #[test]
 fn startup_names_the_endpoint_and_token_file_but_never_the_token() {
@@ -104,9 +104,7 @@ fn sigterm_stops_the_node_and_kills_an_in_flight_run_with_its_children() {
     let sandbox = Sandbox::new();
     sandbox.allow_every_command();
     let mut node = Node::start(&sandbox);
-    let pid_file = sandbox.root().join("run.pids");
-    let mut call = node.spawn(&sandbox, "call", &["system.run", "--params", &long_run(&pid_file)]);
-    let pids = wait_for(WAIT_LIMIT, "the run to start", || recorded_pids(&pid_file), || call.stderr());
+    let (mut call, pids) = node.call_long_run(&sandbox);
     assert!(pids.iter().all(|pid| is_alive(*pid)), "the run is in flight");
 
     let stopped = node.stop_with(Signal::SIGTERM);

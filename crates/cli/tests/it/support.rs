@@ -456,6 +456,15 @@ impl Node {
         self.spawn_with_stdin(sandbox, sub, args, Stdio::null())
     }
 
+    /// `clawmcp call system.run` of [`long_run`] against this node, in the background; returns
+    /// the caller and the run's two PIDs once both processes run.
+    pub fn call_long_run(&self, sandbox: &Sandbox) -> (Background, Vec<i32>) {
+        let pid_file = sandbox.root().join("run.pids");
+        let call = self.spawn(sandbox, "call", &["system.run", "--params", &long_run(&pid_file)]);
+        let pids = wait_for(WAIT_LIMIT, "the run to start", || recorded_pids(&pid_file), || call.stderr());
+        (call, pids)
+    }
+
     pub fn spawn_with_stdin(&self, sandbox: &Sandbox, sub: &str, args: &[&str], stdin: Stdio) -> Background {
         let mut command = sandbox.command();
         command.args(self.target_args(sub)).args(args);
