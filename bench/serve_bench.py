@@ -45,6 +45,8 @@ from harness import SEEDED_SESSION, Gateway, bridge_argv, bridge_env  # noqa: E4
 from mcp_stdio import Reply, ServerGone, StdioServer  # noqa: E402
 from procutil import tree_cpu_seconds  # noqa: E402
 
+from machine import cpu_model, mem_total_gib, os_name, percentile  # noqa: E402
+
 KINDS = ("openclaw", "clawmcp")
 LABELS = {"openclaw": "openclaw mcp serve", "clawmcp": "clawmcp serve"}
 MODE = "off"
@@ -196,11 +198,6 @@ def wait_for_cursor(server: StdioServer, cursor: int) -> None:
     raise TimeoutError(f"cursor {cursor} not reached within {EVENT_INGEST_TIMEOUT:.0f}s")
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
-
-
 # -- report ---------------------------------------------------------------------------------------
 
 
@@ -270,14 +267,8 @@ def machine_facts(gateway: Gateway, clawmcp_bin: str) -> list[str]:
         except (OSError, IndexError, subprocess.TimeoutExpired):
             return "unknown"
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
-    mem_kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
-    os_name = next(
-        (line.split("=", 1)[1].strip().strip('"') for line in open("/etc/os-release") if line.startswith("PRETTY_NAME")),
-        platform.system(),
-    )
     return [
-        f"- CPU: {cpu}, {os.cpu_count()} logical cores; RAM {mem_kb / 1024 / 1024:.1f} GiB; {os_name}, "
+        f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; RAM {mem_total_gib():.1f} GiB; {os_name()}, "
         f"kernel {platform.release()}",
         f"- clawmcp: `{first_line([clawmcp_bin, '--version'])}` (release build), commit "
         f"`{first_line(['git', 'rev-parse', '--short', 'HEAD'])}`{working_tree_note()}; {first_line(['rustc', '--version'])}",

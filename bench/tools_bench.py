@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT / "e2e" / "gateway"))
 
 from harness import Gateway, bridge_env  # noqa: E402
 from mcp_stdio import StdioServer  # noqa: E402
-from procutil import tree_rss_kb  # noqa: E402
+
+from machine import mem_total_gib, percentile  # noqa: E402
 
 # The floor: a Node process that reads stdin and answers the first line with a fixed
 # initialize result (no JSON-RPC library, no tool table): less than any Node bridge does.
@@ -75,11 +76,6 @@ server.serve_forever()
 """
 # Patterns for the grep comparison: one that matches nothing (a full scan), one rare.
 GREP_PATTERNS = [("no match", r"clawmcp_bench_no_such_token_[0-9]{6}"), ("rare match", r"DEFAULT_GATEWAY_HTTP_TOOL_DENY")]
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 class Direct:
@@ -306,10 +302,9 @@ class Bench:
         return "\n".join(lines)
 
     def machine(self) -> str:
-        mem_kb = int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")))
         rg = subprocess.run([self.args.rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
         return (
-            f"Machine: {os.cpu_count()} cores, {mem_kb / 1048576:.0f} GiB RAM, kernel {platform.release()}; "
+            f"Machine: {os.cpu_count()} cores, {mem_total_gib():.0f} GiB RAM, kernel {platform.release()}; "
             f"openclaw {self.gateway.openclaw_version} gateway on 127.0.0.1; {rg}; node {self.node_version()}."
         )
 
