@@ -6,8 +6,16 @@
 //! - [`write_private_atomic`]: temp file in the same directory (0600, `O_EXCL`), fsync, rename
 //!   over the target, fsync the directory. Readers see the old or the new file, never a torn one,
 //!   and a crash cannot lose the rename.
+//! - [`open_regular`] / [`read_bounded`]: opening without blocking on a FIFO, refusing what is
+//!   not a regular file on the opened descriptor, and reads bounded by bytes read (`open`).
 //! - [`FileStamp`]: what one `stat` says about a file, so "re-read when it changed" costs a
 //!   syscall per use instead of a watcher thread. An atomic rewrite always changes the inode.
+
+mod open;
+
+pub use open::{
+    BoundedRead, FileKind, NotRegular, Symlinks, is_refused_symlink, not_regular_kind, open_regular, read_bounded,
+};
 
 use std::fs;
 use std::io::{self, Write};
