@@ -169,10 +169,10 @@ impl NodeClient {
             self.token = Some(token.trim().to_string());
             return (self, TokenSource::Flag);
         }
-        match std::fs::read_to_string(token_file) {
-            Ok(text) if !text.trim().is_empty() => {
+        match clawmcp_http::token::read_token_file(token_file) {
+            Ok(Some(token)) => {
                 if self.is_loopback() {
-                    self.token = Some(text.trim().to_string());
+                    self.token = Some(token);
                     (self, TokenSource::File(token_file.to_path_buf()))
                 } else {
                     tracing::warn!(
@@ -183,7 +183,11 @@ impl NodeClient {
                     (self, TokenSource::None)
                 }
             }
-            _ => (self, TokenSource::None),
+            Ok(None) => (self, TokenSource::None),
+            Err(error) => {
+                tracing::warn!("not using the token file: {error}");
+                (self, TokenSource::None)
+            }
         }
     }
 
@@ -194,12 +198,11 @@ impl NodeClient {
         if !self.is_loopback() {
             return None;
         }
-        let text = std::fs::read_to_string(token_file).ok()?;
-        let fresh = text.trim();
-        if fresh.is_empty() || self.token.as_deref() == Some(fresh) {
+        let fresh = clawmcp_http::token::read_token_file(token_file).ok()??;
+        if self.token.as_deref() == Some(fresh.as_str()) {
             return None;
         }
-        Some(NodeClient { token: Some(fresh.to_string()), ..self.clone() })
+        Some(NodeClient { token: Some(fresh), ..self.clone() })
     }
 
     /// Sends a request and waits for its answer.

@@ -1,8 +1,8 @@
 //! Private files for clawmcp's state (tokens, settings, policies, device keys), in one place so
 //! every secret is written the same careful way.
 //!
-//! - [`create_private_dir`]: new directories are 0700; an existing one is left alone, with a
-//!   warning if other users can enter it (it may be shared on purpose).
+//! - [`create_private_dir`]: new directories are 0700; an existing one must be ours and writable
+//!   by nobody else (`state`: the trust rules for every state dir and file, [`read_state_file`]).
 //! - [`write_private_atomic`]: temp file in the same directory (0600, `O_EXCL`), fsync, rename
 //!   over the target, fsync the directory. Readers see the old or the new file, never a torn one,
 //!   and a crash cannot lose the rename.
@@ -12,25 +12,28 @@
 //!   syscall per use instead of a watcher thread. An atomic rewrite always changes the inode.
 
 mod open;
+mod state;
 
 pub use open::{
-    BoundedRead, FileKind, NotRegular, Symlinks, is_refused_symlink, not_regular_kind, open_regular, read_bounded,
+    BoundedRead, FileKind, NotRegular, Symlinks, into_text, is_refused_symlink, not_regular_kind, open_regular,
+    read_bounded, read_regular_file,
 };
+pub use state::{Exposed, StateRules, Untrusted, check_private_dir, open_state_file, read_state_file, untrusted};
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
 
-/// Creates `dir` and missing parents with mode 0700 (on Unix). An existing directory keeps its
-/// mode; a warning names it when group or others have access.
+/// Creates `dir` and missing parents with mode 0700 (on Unix). An existing directory must pass
+/// [`check_private_dir`] (ours, writable by nobody else): it is refused otherwise, with the fix.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     match fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => {
-            warn_if_exposed(dir, &meta, "chmod 700");
+        Ok(_) => {
+            check_private_dir(dir)?;
+            sweep_stale_temp_files(dir);
             Ok(())
         }
-        Ok(_) => Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} is not a directory", dir.display()))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let mut builder = fs::DirBuilder::new();
             builder.recursive(true);
@@ -42,6 +45,46 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Removes the temp files a killed clawmcp left in `dir` (see [`write_private_atomic`]): those
+/// whose writer's pid is no longer alive. Best effort; called when a state dir is first used.
+pub fn sweep_stale_temp_files(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_file_writer) else { continue };
+        if !pid_is_alive(pid) {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(path = %entry.path().display(), "removed a temp file left by a killed clawmcp")
+                }
+                Err(e) => tracing::debug!(path = %entry.path().display(), error = %e, "cannot remove stale temp file"),
+            }
+        }
+    }
+}
+
+/// The writer's pid in one of our temp names, `.<name>.<pid>-<random>.tmp`.
+fn temp_file_writer(name: &str) -> Option<i32> {
+    let stem = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (_, tail) = stem.rsplit_once('.')?;
+    let (pid, random) = tail.split_once('-')?;
+    (random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit())).then_some(())?;
+    pid.parse().ok().filter(|pid| *pid > 0)
+}
+
+fn pid_is_alive(pid: i32) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::errno::Errno;
+        !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(Errno::ESRCH))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 /// Writes `contents` to `path` atomically with mode 0600.
 pub fn write_private_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -49,7 +92,8 @@ pub fn write_private_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     let mut suffix = [0u8; 8];
     getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
     let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
-    let tmp = dir.join(format!(".{name}.{suffix}.tmp"));
+    // The pid lets the next start tell a killed writer's leftover from a live writer's file.
+    let tmp = dir.join(format!(".{name}.{}-{suffix}.tmp", std::process::id()));
     let written = (|| {
         let mut options = fs::OpenOptions::new();
         options.write(true).create_new(true);
@@ -98,7 +142,8 @@ pub enum FileStamp {
 
 impl FileStamp {
     pub fn of(path: &Path) -> Self {
-        match fs::metadata(path) {
+        // lstat: a symlink planted in place of the file is a change, and is then refused on read.
+        match fs::symlink_metadata(path) {
             Ok(meta) => FileStamp::File { modified: meta.modified().ok(), len: meta.len(), inode: inode(&meta) },
             Err(e) if e.kind() == io::ErrorKind::NotFound => FileStamp::Missing,
             Err(e) => FileStamp::StatFailed(e.kind()),
@@ -159,6 +204,23 @@ mod tests {
         assert!(write_private_atomic(&target, b"x").is_err(), "cannot rename a file over a non-empty directory");
         assert_eq!(fs::read(target.join("inside")).unwrap(), b"keep");
         assert_eq!(fs::read_dir(root.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn temp_files_of_dead_writers_are_swept_live_ones_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("d");
+        create_private_dir(&dir).unwrap();
+        let dead = ".settings.json.999999999-0123456789abcdef.tmp";
+        let live = format!(".settings.json.{}-0123456789abcdef.tmp", std::process::id());
+        let unrelated = ".settings.json.1-0123.tmp";
+        for name in [dead, &live, unrelated] {
+            fs::write(dir.join(name), b"x").unwrap();
+        }
+        sweep_stale_temp_files(&dir);
+        assert!(!dir.join(dead).exists(), "a dead writer's temp file is removed");
+        assert!(dir.join(&live).exists() && dir.join(unrelated).exists());
+        assert_eq!(temp_file_writer(".a.b.42-0123456789abcdef.tmp"), Some(42));
     }
 
     #[test]

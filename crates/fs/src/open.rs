@@ -151,6 +151,24 @@ pub fn read_bounded(source: &mut impl Read, limit: u64) -> io::Result<BoundedRea
     Ok(BoundedRead { bytes, truncated })
 }
 
+/// Reads a whole regular file that a user named (a config file, a `--token-file`): symlinks
+/// followed, never blocking on a FIFO or reading a device, at most `limit` bytes (a larger file is
+/// an `InvalidData` error naming the limit, not a silent cut).
+pub fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let (mut file, _) = open_regular(path, Symlinks::Follow)?;
+    let read = read_bounded(&mut file, limit)?;
+    if read.truncated {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("it is larger than {limit} bytes")));
+    }
+    Ok(read.bytes)
+}
+
+/// `bytes` as text, or an `InvalidData` error saying it is not UTF-8 (for callers that pass the
+/// error on as "cannot read `path`: it is not UTF-8 text").
+pub fn into_text(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -193,6 +211,17 @@ mod tests {
         let error = open_regular(&link, Symlinks::Refuse).unwrap_err();
         assert!(is_refused_symlink(&error), "{error}");
         assert!(open_regular(&real, Symlinks::Refuse).is_ok());
+    }
+
+    #[test]
+    fn whole_user_files_are_read_up_to_their_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, [1u8; 8]).unwrap();
+        assert_eq!(read_regular_file(&path, 8).unwrap().len(), 8);
+        let error = read_regular_file(&path, 7).unwrap_err();
+        assert!(error.to_string().contains("larger than 7 bytes"), "{error}");
+        assert_eq!(not_regular_kind(&read_regular_file(&fifo(dir.path()), 8).unwrap_err()), Some(FileKind::Fifo));
     }
 
     #[test]

@@ -38,7 +38,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -56,6 +55,13 @@ pub const DEFAULT_PORT: u16 = 18789;
 pub const CONFIG_FILE: &str = "openclaw.json";
 
 /// The example token from OpenClaw's docs; the gateway refuses it, so we treat it as unset.
+/// The largest `openclaw.json` read (real ones are a few KiB): a device or a runaway file is an
+/// error, not an unbounded read.
+const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The largest secret file read (`--token-file`, `--password-file`, a secrets provider's file).
+const MAX_SECRET_FILE_BYTES: u64 = 1024 * 1024;
+
 const PLACEHOLDER_TOKEN: &str = "change-me-to-a-long-random-token";
 
 /// A snapshot of environment variables. `Debug` lists names only, never values.
@@ -135,8 +141,10 @@ impl LoadedConfig {
 
     /// Parses `path` as JSON5.
     pub fn from_file(path: &Path) -> Result<LoadedConfig, ConfigError> {
-        let text =
-            fs::read_to_string(path).map_err(|source| ConfigError::ReadConfig { path: path.to_owned(), source })?;
+        let read_error = |source| ConfigError::ReadConfig { path: path.to_owned(), source };
+        let text = clawmcp_fs::read_regular_file(path, MAX_CONFIG_FILE_BYTES)
+            .and_then(clawmcp_fs::into_text)
+            .map_err(read_error)?;
         let value: Value = json5::from_str(&text)
             .map_err(|error| ConfigError::ParseConfig { path: path.to_owned(), reason: error.to_string() })?;
         Ok(LoadedConfig { path: Some(path.to_owned()), exists: true, value })
@@ -288,11 +296,10 @@ fn explicit_secret(
 }
 
 fn read_secret_file(what: &'static str, path: &Path) -> Result<Secret, ConfigError> {
-    let text = fs::read_to_string(path).map_err(|source| ConfigError::ReadSecretFile {
-        what,
-        path: path.to_owned(),
-        source,
-    })?;
+    let read_error = |source| ConfigError::ReadSecretFile { what, path: path.to_owned(), source };
+    let text = clawmcp_fs::read_regular_file(path, MAX_SECRET_FILE_BYTES)
+        .and_then(clawmcp_fs::into_text)
+        .map_err(read_error)?;
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(ConfigError::EmptySecretFile { what, path: path.to_owned() });
@@ -520,7 +527,9 @@ fn file_secret(config: &LoadedConfig, env: &Env, provider: Option<&str>, id: Opt
         .and_then(Value::as_str)
         .ok_or_else(|| format!("secrets.providers.{provider} has no `path`"))?;
     let path = env.expand_path(path);
-    let text = fs::read_to_string(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let text = clawmcp_fs::read_regular_file(&path, MAX_SECRET_FILE_BYTES)
+        .and_then(clawmcp_fs::into_text)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     if settings.get("mode").and_then(Value::as_str) != Some("json") {
         return Ok(text.trim().to_owned());
     }

@@ -189,8 +189,10 @@ pub enum IdentityError {
     )]
     Malformed { path: PathBuf, reason: String },
 
-    #[error("the device identity `{path}` is accessible by other users (mode {mode:o}); run `chmod 600 {path}`", path = .path.display())]
-    Insecure { path: PathBuf, mode: u32 },
+    /// The file or its directory breaks the state trust rules (a symlink, a FIFO, another
+    /// owner, readable or writable by others); the message says what and how to fix it.
+    #[error("device identity: {source}")]
+    Untrusted { source: io::Error },
 
     #[error("the OS random number generator failed: {0}")]
     Random(String),

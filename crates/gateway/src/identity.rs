@@ -11,7 +11,6 @@
 //! gateway still accepts).
 
 use std::fmt;
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -40,6 +39,9 @@ struct StoredIdentity {
 }
 
 const STORED_VERSION: u32 = 1;
+
+/// The largest identity file read (a real one is about 400 bytes).
+const MAX_IDENTITY_FILE_BYTES: u64 = 64 * 1024;
 
 /// An Ed25519 key pair plus the derived device id. `Debug` never prints the private key.
 pub struct DeviceIdentity {
@@ -81,11 +83,12 @@ impl DeviceIdentity {
     /// no-clobber link of a fully written temp file, and the loser re-reads the winner's key.
     pub fn load_or_create(dir: &Path) -> Result<Self, IdentityError> {
         let path = dir.join(IDENTITY_FILE);
+        // The directory first: a key read from a directory someone else can write is not ours.
+        create_private_dir(dir)?;
         match Self::load(&path) {
             Err(IdentityError::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
             other => return other,
         }
-        create_private_dir(dir)?;
         let mut identity = Self::generate()?;
         let stored = StoredIdentity {
             version: STORED_VERSION,
@@ -97,6 +100,7 @@ impl DeviceIdentity {
         let text = serde_json::to_string_pretty(&stored).unwrap_or_default();
         let write_error = |source| IdentityError::Write { path: path.clone(), source };
         // tempfile creates the file 0600 on Unix, so the key is never briefly world-readable.
+        // (A killed process leaves a `.tmpXXXX` here; it holds no key anyone else can read.)
         let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(write_error)?;
         temp.write_all(text.as_bytes()).and_then(|()| temp.as_file().sync_all()).map_err(write_error)?;
         match temp.persist_noclobber(&path) {
@@ -113,9 +117,17 @@ impl DeviceIdentity {
     pub fn load(path: &Path) -> Result<Self, IdentityError> {
         let read_error = |source| IdentityError::Read { path: path.to_owned(), source };
         let malformed = |reason: String| IdentityError::Malformed { path: path.to_owned(), reason };
-        let metadata = fs::metadata(path).map_err(read_error)?;
-        check_private_mode(path, &metadata)?;
-        let text = fs::read_to_string(path).map_err(read_error)?;
+        // A private key readable by others may have leaked: refused, not silently made private.
+        let rules = clawmcp_fs::StateRules { max_bytes: MAX_IDENTITY_FILE_BYTES, exposed: clawmcp_fs::Exposed::Refuse };
+        let bytes = match clawmcp_fs::read_state_file(path, rules) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Err(read_error(io::Error::from(io::ErrorKind::NotFound))),
+            Err(source) if clawmcp_fs::untrusted(&source).is_some() => {
+                return Err(IdentityError::Untrusted { source });
+            }
+            Err(source) => return Err(read_error(source)),
+        };
+        let text = clawmcp_fs::into_text(bytes).map_err(|e| malformed(e.to_string()))?;
         let stored: StoredIdentity = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
         if stored.version != STORED_VERSION {
             return Err(malformed(format!("unknown version {}", stored.version)));
@@ -241,26 +253,16 @@ fn now_ms() -> u64 {
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), IdentityError> {
-    clawmcp_fs::create_private_dir(dir).map_err(|source| IdentityError::CreateDir { path: dir.to_owned(), source })
-}
-
-#[cfg(unix)]
-fn check_private_mode(path: &Path, metadata: &fs::Metadata) -> Result<(), IdentityError> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = metadata.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(IdentityError::Insecure { path: path.to_owned(), mode });
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_private_mode(_path: &Path, _metadata: &fs::Metadata) -> Result<(), IdentityError> {
-    Ok(())
+    clawmcp_fs::create_private_dir(dir).map_err(|source| match clawmcp_fs::untrusted(&source) {
+        Some(_) => IdentityError::Untrusted { source },
+        None => IdentityError::CreateDir { path: dir.to_owned(), source },
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn fixed() -> DeviceIdentity {
@@ -362,8 +364,8 @@ mod tests {
         let path = identity.path().unwrap().to_owned();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         let error = DeviceIdentity::load_or_create(temp.path()).unwrap_err();
-        assert!(matches!(error, IdentityError::Insecure { mode: 0o640, .. }), "{error}");
-        assert!(error.to_string().contains("chmod 600"));
+        assert!(matches!(error, IdentityError::Untrusted { .. }), "{error}");
+        assert!(error.to_string().contains("mode 0640") && error.to_string().contains("chmod 600"), "{error}");
     }
 
     #[cfg(unix)]

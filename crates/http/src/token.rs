@@ -3,15 +3,16 @@
 //!
 //! Spec 000's rules: 32 bytes from the OS CSPRNG, base64url without padding (43 characters), in
 //! `mcp-token.txt`, created lazily on the first server start, persistent, regenerated only when
-//! the file is missing or blank. A file that exists but cannot be read is an error, never a
-//! reason to regenerate: a silent new token would lock out every configured client. The file is
-//! 0600 in a 0700 directory and written atomically (temp file, fsync, rename), so a reader sees
-//! the old token or the new one, never half of one.
+//! the file is missing, blank, or holds something that is not a token (not 43 base64url
+//! characters: never served). A file that exists but cannot be read is an error, never a reason
+//! to regenerate: a silent new token would lock out every configured client. The file is read
+//! under the state trust rules (`clawmcp_fs::read_state_file`: no symlinks, no FIFOs, ours and
+//! writable by nobody else, bounded), is 0600 in a 0700 directory and is written atomically
+//! (temp file, fsync, rename), so a reader sees the old token or the new one, never half of one.
 //!
 //! [`LiveToken`] stats the file on every request and re-reads it when it changed, so
 //! `clawmcp token --reset` takes effect on the next request without a restart.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,6 +41,10 @@ pub enum TokenError {
     Write { path: PathBuf, source: io::Error },
     #[error("cannot create the directory `{path}` for the MCP token: {source}")]
     CreateDir { path: PathBuf, source: io::Error },
+    /// The file or its directory breaks the state trust rules (`clawmcp_fs::read_state_file`);
+    /// the message says what and how to fix it.
+    #[error("{0}")]
+    Untrusted(io::Error),
     #[error("the operating system's random number generator failed: {0}")]
     Random(getrandom::Error),
 }
@@ -51,14 +56,37 @@ pub fn generate() -> Result<String, TokenError> {
     Ok(URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// The token in `path`, creating the file (and a 0700 directory) if it is missing or blank.
+/// Whether `token` has the shape [`generate`] gives: 43 base64url characters. Anything else (a
+/// one-character token, 4 KiB of text) was not written by clawmcp and is never served.
+pub fn is_well_formed(token: &str) -> bool {
+    token.len() == TOKEN_CHARS && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Characters in a token: 32 bytes in base64url without padding.
+pub const TOKEN_CHARS: usize = 43;
+
+/// The most bytes read from a token file: a token and a newline, with room for stray whitespace.
+const MAX_TOKEN_FILE_BYTES: u64 = 1024;
+
+/// The token in `path`, creating the file (and a 0700 directory) if it is missing or blank, and
+/// replacing it if it holds something that is not a token (see [`is_well_formed`]). The
+/// directory must already be trusted (see `clawmcp_fs::check_private_dir`) or be created here.
 pub fn load_or_create(path: &Path) -> Result<String, TokenError> {
+    if let Some(dir) = parent_dir(path) {
+        clawmcp_fs::create_private_dir(dir).map_err(|source| dir_error(dir, source))?;
+    }
     match read_token_file(path) {
-        Ok(Some(token)) => {
-            warn_if_exposed(path);
-            Ok(token)
+        Ok(Some(token)) if is_well_formed(&token) => Ok(token),
+        Ok(Some(other)) => {
+            tracing::warn!(
+                path = %path.display(),
+                chars = other.chars().count(),
+                "MCP token file does not hold a clawmcp token ({TOKEN_CHARS} base64url characters); writing a new one"
+            );
+            reset(path)
         }
         Ok(None) => reset(path),
+        Err(source) if clawmcp_fs::untrusted(&source).is_some() => Err(TokenError::Untrusted(source)),
         Err(source) => Err(TokenError::Read { path: path.to_owned(), source }),
     }
 }
@@ -67,7 +95,7 @@ pub fn load_or_create(path: &Path) -> Result<String, TokenError> {
 pub fn reset(path: &Path) -> Result<String, TokenError> {
     let token = generate()?;
     if let Some(dir) = parent_dir(path) {
-        create_private_dir(dir).map_err(|source| TokenError::CreateDir { path: dir.to_owned(), source })?;
+        create_private_dir(dir).map_err(|source| dir_error(dir, source))?;
     }
     write_private_atomic(path, token.as_bytes())
         .map_err(|source| TokenError::Write { path: path.to_owned(), source })?;
@@ -113,13 +141,17 @@ impl LiveToken {
         cache.seen = now.clone();
         match now {
             FileStamp::File { .. } => match read_token_file(&self.path) {
-                Ok(Some(token)) => {
+                Ok(Some(token)) if is_well_formed(&token) => {
                     if *token != *cache.token {
                         tracing::info!(path = %self.path.display(), "MCP token file changed: the new token is in force");
                         cache.token = token.into();
                     }
-                    warn_if_exposed(&self.path);
                 }
+                Ok(Some(_)) => tracing::warn!(
+                    path = %self.path.display(),
+                    "MCP token file does not hold a clawmcp token ({TOKEN_CHARS} base64url characters): still \
+                     accepting the previous token; run `clawmcp token --reset` for a new one"
+                ),
                 Ok(None) => tracing::warn!(
                     path = %self.path.display(),
                     "MCP token file is blank: still accepting the previous token; run `clawmcp token --reset` for a new one"
@@ -156,27 +188,24 @@ impl LiveToken {
     }
 }
 
-/// The trimmed token, `None` if the file is missing or blank, `Err` if it exists but cannot be
-/// read as text.
-fn read_token_file(path: &Path) -> io::Result<Option<String>> {
-    match fs::read_to_string(path) {
-        Ok(text) => {
-            let token = text.trim();
-            Ok((!token.is_empty()).then(|| token.to_owned()))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+/// The trimmed contents, `None` if the file is missing or blank, `Err` if it breaks the state
+/// trust rules (a symlink, a FIFO, another owner, writable by others: never read, never
+/// blocking) or is not text. A file readable by others is made 0600 by the read.
+pub fn read_token_file(path: &Path) -> io::Result<Option<String>> {
+    let limits = clawmcp_fs::StateRules::private(MAX_TOKEN_FILE_BYTES);
+    let Some(bytes) = clawmcp_fs::read_state_file(path, limits)? else { return Ok(None) };
+    let text = clawmcp_fs::into_text(bytes)?;
+    let token = text.trim();
+    Ok((!token.is_empty()).then(|| token.to_owned()))
+}
+
+fn dir_error(dir: &Path, source: io::Error) -> TokenError {
+    match clawmcp_fs::untrusted(&source) {
+        Some(_) => TokenError::Untrusted(source),
+        None => TokenError::CreateDir { path: dir.to_owned(), source },
     }
 }
 
 fn parent_dir(path: &Path) -> Option<&Path> {
     path.parent().filter(|dir| !dir.as_os_str().is_empty())
-}
-
-/// Warns when the token file grants any access to group or others: they could read the token,
-/// or plant one they know.
-fn warn_if_exposed(path: &Path) {
-    if let Ok(meta) = fs::metadata(path) {
-        clawmcp_fs::warn_if_exposed(path, &meta, "chmod 600");
-    }
 }

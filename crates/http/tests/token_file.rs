@@ -77,10 +77,12 @@ fn an_existing_unreadable_file_is_an_error_and_is_left_alone() {
     assert!(error.to_string().contains("clawmcp token --reset"), "{error}");
     assert_eq!(fs::read(&path).unwrap(), [0xc3, 0x28]);
 
-    // Tests run as root here, so a mode cannot make a file unreadable; a directory can.
+    // Something that is not a regular file is refused with what it is and how to fix it.
     let directory = dir.path().join("dir-token");
     fs::create_dir(&directory).unwrap();
-    assert!(matches!(token::load_or_create(&directory), Err(TokenError::Read { .. })));
+    let error = token::load_or_create(&directory).unwrap_err();
+    assert!(matches!(error, TokenError::Untrusted(_)), "{error:?}");
+    assert!(error.to_string().contains("it is a directory") && error.to_string().contains("mv "), "{error}");
     assert!(directory.is_dir());
 }
 

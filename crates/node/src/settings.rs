@@ -8,7 +8,6 @@
 //! the two. The legacy `McpOnlyMode` flag is migrated on load and never written back; keys we do
 //! not know are preserved on save.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -33,6 +32,12 @@ pub enum DataDirError {
     NoDefault,
     #[error("cannot create the data directory `{path}`: {source}")]
     Create { path: PathBuf, source: io::Error },
+    #[error("cannot open `{path}` in the data directory: {source}")]
+    Open { path: PathBuf, source: io::Error },
+    /// It (or a state file in it) exists but another user owns it or could write to it, or a
+    /// state file is a symlink or not a regular file; the message has the fix.
+    #[error("{0}")]
+    Untrusted(io::Error),
 }
 
 impl DataDir {
@@ -53,9 +58,25 @@ impl DataDir {
         &self.root
     }
 
-    /// Creates the directory if needed, private to this user (0700 on Unix).
+    /// Creates the directory if needed, private to this user (0700 on Unix); an existing one must
+    /// be ours and writable by nobody else, or the node refuses to start (whoever can write here
+    /// can plant a policy that runs anything as us).
+    /// The state files in it are checked the same way (each loader checks again on every read).
     pub fn ensure(&self) -> Result<(), DataDirError> {
-        create_private_dir(&self.root).map_err(|source| DataDirError::Create { path: self.root.clone(), source })
+        let refused = |source: io::Error| match clawmcp_fs::untrusted(&source) {
+            Some(_) => DataDirError::Untrusted(source),
+            None => DataDirError::Create { path: self.root.clone(), source },
+        };
+        create_private_dir(&self.root).map_err(refused)?;
+        for path in [self.token_path(), self.settings_path(), self.exec_approvals_path()] {
+            match clawmcp_fs::open_state_file(&path, clawmcp_fs::Exposed::MakePrivate) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) if clawmcp_fs::untrusted(&e).is_some() => return Err(DataDirError::Untrusted(e)),
+                Err(e) => return Err(DataDirError::Open { path, source: e }),
+            }
+        }
+        Ok(())
     }
 
     pub fn token_path(&self) -> PathBuf {
@@ -111,10 +132,13 @@ impl Default for Settings {
     }
 }
 
+/// The largest `settings.json` read; a settings file is a few hundred bytes.
+pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
 /// `settings.json` exists but cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    #[error("cannot read `{path}`: {source}")]
+    #[error("cannot use `{path}`: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("`{path}` is not valid settings JSON: {source}")]
     Parse { path: PathBuf, source: serde_json::Error },
@@ -133,13 +157,16 @@ impl Settings {
         Ok(settings)
     }
 
-    /// Loads `path`; a missing file gives the defaults.
+    /// Loads `path` under the state trust rules (`clawmcp_fs::read_state_file`: no symlink, FIFO
+    /// or foreign file, at most [`MAX_SETTINGS_BYTES`]); a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Self, SettingsError> {
-        match fs::read_to_string(path) {
-            Ok(text) => Settings::from_json(&text).map_err(|source| SettingsError::Parse { path: path.into(), source }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Settings::default()),
-            Err(source) => Err(SettingsError::Read { path: path.into(), source }),
-        }
+        let read_error = |source| SettingsError::Read { path: path.into(), source };
+        let limits = clawmcp_fs::StateRules::private(MAX_SETTINGS_BYTES);
+        let Some(bytes) = clawmcp_fs::read_state_file(path, limits).map_err(read_error)? else {
+            return Ok(Settings::default());
+        };
+        let text = clawmcp_fs::into_text(bytes).map_err(read_error)?;
+        Settings::from_json(&text).map_err(|source| SettingsError::Parse { path: path.into(), source })
     }
 
     /// Saves atomically (0600), pretty-printed, without the legacy flag.
@@ -190,6 +217,8 @@ impl LiveSettings {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

@@ -17,13 +17,23 @@ pub fn run(args: TokenArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.print {
-        let token = std::fs::read_to_string(&path).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot read the token file {}: {e}\nhint: `clawmcp node` creates it on first start",
-                path.display()
-            )
-        })?;
-        output::data(token.trim());
+        let token = clawmcp_http::token::read_token_file(&path)
+            .map_err(|e| anyhow::anyhow!("cannot read the token file {}: {e}", path.display()))?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the token file {} does not exist yet\nhint: `clawmcp node` creates it on first start",
+                    path.display()
+                )
+            })?;
+        if !clawmcp_http::token::is_well_formed(&token) {
+            anyhow::bail!(
+                "the token file {} does not hold a clawmcp token ({} base64url characters)\nhint: `clawmcp node` \
+                 replaces it on start, or run `clawmcp token --reset`",
+                path.display(),
+                clawmcp_http::token::TOKEN_CHARS
+            );
+        }
+        output::data(&token);
         return Ok(ExitCode::SUCCESS);
     }
     output::data(&path.display().to_string());

@@ -13,6 +13,7 @@ mod lifecycle;
 mod metadata;
 mod node;
 mod settings;
+mod state_trust;
 mod stdio_proxy;
 mod support;
 mod token;

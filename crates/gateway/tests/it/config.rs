@@ -278,3 +278,29 @@ fn plaintext_to_a_remote_host_is_refused_unless_allowed() {
     let error = resolve(&explicit("http://127.0.0.1:1"), &plain).unwrap_err();
     assert!(error.to_string().contains("must start with ws:// or wss://"), "{error}");
 }
+
+/// `mkfifo` from coreutils: a named pipe nobody will ever write to.
+fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let status = std::process::Command::new("mkfifo").arg(&path).status().expect("mkfifo (coreutils)");
+    assert!(status.success());
+    path
+}
+
+#[test]
+fn secret_and_config_files_that_are_fifos_or_devices_are_refused_without_blocking() {
+    let (dir, base) = state_dir("{}");
+    for path in [fifo(dir.path(), "token.fifo"), PathBuf::from("/dev/zero")] {
+        let overrides = ConnectOverrides { token_file: Some(path.clone()), ..ConnectOverrides::default() };
+        let error = resolve(&overrides, &base).unwrap_err().to_string();
+        assert!(error.contains("not a regular file") && error.contains(&path.display().to_string()), "{error}");
+    }
+    let big = write(dir.path(), "big.token", &"a".repeat(1024 * 1024 + 1));
+    let error = resolve(&ConnectOverrides { token_file: Some(big), ..ConnectOverrides::default() }, &base).unwrap_err();
+    assert!(error.to_string().contains("larger than 1048576 bytes"), "{error}");
+
+    let config_dir = tempfile::tempdir().unwrap();
+    fifo(config_dir.path(), "openclaw.json");
+    let error = LoadedConfig::from_file(&config_dir.path().join("openclaw.json")).unwrap_err().to_string();
+    assert!(error.contains("FIFO"), "{error}");
+}

@@ -6,11 +6,11 @@
 //! second name someone else may control), or not a regular file — yields [`Loaded::Invalid`],
 //! which callers turn into the fail-closed policy (every command denied) and never overwrite.
 //!
-//! Only the file itself is checked for links; directories above it (the data dir) are trusted,
-//! since dotfile setups commonly symlink `~/.config`.
+//! Only the file itself is checked for links; the data dir above it may be a symlink (dotfile
+//! setups link `~/.config`), but it must be ours and writable by nobody else, which the node
+//! checks at start (`DataDir::ensure`).
 
-use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -126,51 +126,16 @@ fn invalid(reason: impl Into<String>) -> Loaded {
     Loaded::Invalid { reason: reason.into() }
 }
 
-/// Opens without following a final symlink and checks the opened file itself, so a swap between
-/// a check and the read cannot substitute another file.
+/// Reads the file under the state trust rules (`clawmcp_fs::read_state_file`: opened without
+/// following a symlink or blocking on a FIFO, then judged on the opened descriptor: a regular
+/// file with one name, owned by us, writable by nobody else, at most [`MAX_FILE_BYTES`]), so a
+/// swap between a check and the read cannot substitute another file.
 fn read_checked(path: &Path) -> Loaded {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use nix::fcntl::OFlag;
-        use std::os::unix::fs::OpenOptionsExt;
-        // NONBLOCK: a FIFO planted at the path must not hang every evaluation.
-        options.custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits());
-    }
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Loaded::Missing,
-        #[cfg(unix)]
-        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
-            return invalid("it is a symbolic link");
-        }
-        Err(e) => return invalid(format!("cannot open it: {e}")),
+    let bytes = match clawmcp_fs::read_state_file(path, clawmcp_fs::StateRules::private(MAX_FILE_BYTES)) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Loaded::Missing,
+        Err(e) => return invalid(e.to_string()),
     };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(e) => return invalid(format!("cannot inspect it: {e}")),
-    };
-    if !meta.is_file() {
-        return invalid("it is not a regular file");
-    }
-    #[cfg(unix)]
-    {
-        let links = std::os::unix::fs::MetadataExt::nlink(&meta);
-        if links != 1 {
-            return invalid(format!("it has {links} hard links; a policy file must have exactly one name"));
-        }
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return invalid(format!("it is larger than {MAX_FILE_BYTES} bytes"));
-    }
-    let mut bytes = Vec::new();
-    if let Err(e) = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
-        return invalid(format!("cannot read it: {e}"));
-    }
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return invalid(format!("it is larger than {MAX_FILE_BYTES} bytes"));
-    }
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(_) => return invalid("it is not UTF-8 text"),
@@ -188,6 +153,8 @@ fn read_checked(path: &Path) -> Loaded {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::approvals::model::Security;
 

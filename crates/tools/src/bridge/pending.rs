@@ -73,6 +73,14 @@ impl PendingStore {
     /// The runs spawned by exactly `session_key`, oldest first. Unreadable entries are skipped;
     /// expired ones are removed.
     pub fn read(&self, session_key: Option<&str>) -> Vec<PendingRun> {
+        // Records in a directory someone else can write could name runs they chose.
+        match clawmcp_fs::check_private_dir(&self.dir) {
+            Err(error) if clawmcp_fs::untrusted(&error).is_some() => {
+                warn!(%error, "not reading the pending-yield store");
+                return Vec::new();
+            }
+            _ => {}
+        }
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
@@ -118,12 +126,16 @@ impl PendingStore {
     }
 }
 
+/// A record under the state trust rules (`clawmcp_fs::read_state_file`); anything refused is
+/// skipped, with the reason at debug level.
 fn read_record(path: &Path) -> Option<PendingRun> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_RECORD_BYTES {
-        return None;
-    }
-    let text = std::fs::read(path).ok()?;
+    let text = match clawmcp_fs::read_state_file(path, clawmcp_fs::StateRules::private(MAX_RECORD_BYTES)) {
+        Ok(text) => text?,
+        Err(error) => {
+            debug!(path = %path.display(), %error, "skipping a pending-yield record");
+            return None;
+        }
+    };
     let run: PendingRun = serde_json::from_slice(&text).ok()?;
     (!run.run_id.is_empty()).then_some(run)
 }

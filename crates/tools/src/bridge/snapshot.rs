@@ -78,18 +78,19 @@ impl Snapshot {
         })
     }
 
-    /// Reads a regen snapshot. `Ok(None)` when the file does not exist.
+    /// Reads a regen snapshot under the state trust rules (`clawmcp_fs::read_state_file`: it
+    /// becomes tool descriptions a model reads, so a symlink, a FIFO, another user's file or a
+    /// file others can write is refused). `Ok(None)` when the file does not exist.
     pub fn load(path: &Path) -> Result<Option<Snapshot>, SnapshotError> {
-        let meta = match std::fs::metadata(path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(SnapshotError::Read { path: path.to_owned(), source }),
+        let read_error = |source| SnapshotError::Read { path: path.to_owned(), source };
+        let text = match clawmcp_fs::read_state_file(path, clawmcp_fs::StateRules::private(MAX_SNAPSHOT_BYTES)) {
+            Ok(Some(bytes)) => clawmcp_fs::into_text(bytes).map_err(read_error)?,
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData && clawmcp_fs::untrusted(&e).is_some() => {
+                return Err(SnapshotError::TooLarge { path: path.to_owned() });
+            }
+            Err(source) => return Err(read_error(source)),
         };
-        if meta.len() > MAX_SNAPSHOT_BYTES {
-            return Err(SnapshotError::TooLarge { path: path.to_owned() });
-        }
-        let text =
-            std::fs::read_to_string(path).map_err(|source| SnapshotError::Read { path: path.to_owned(), source })?;
         Snapshot::parse(&text).map(Some).map_err(|reason| SnapshotError::Invalid { path: path.to_owned(), reason })
     }
 
@@ -115,7 +116,7 @@ impl Snapshot {
     pub fn save(&self, path: &Path) -> Result<(), SnapshotError> {
         let write = |source| SnapshotError::Write { path: path.to_owned(), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(write)?;
+            clawmcp_fs::create_private_dir(dir).map_err(write)?;
         }
         let mut text = serde_json::to_string_pretty(self).expect("a snapshot serializes");
         text.push('\n');
