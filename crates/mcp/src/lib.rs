@@ -8,6 +8,7 @@
 //! - [`server`]: the dispatcher and the [`McpService`] trait a surface implements.
 //! - [`stdio`]: newline-delimited transport for the stdio surfaces.
 //! - [`tool_filter`]: `--tools PATTERNS`, globs narrowing what a surface serves.
+//! - [`wire_size`]: what text costs once JSON-escaped (once or twice), so bounds hold on the wire.
 //!
 //! Data flows one way: a transport parses bytes into an [`Incoming`], the [`McpServer`] applies
 //! the protocol rules and calls the service, and the transport writes the frame it gets back.
@@ -18,6 +19,7 @@ pub mod server;
 pub mod stdio;
 pub mod tool_filter;
 pub mod types;
+pub mod wire_size;
 
 pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};

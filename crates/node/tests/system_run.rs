@@ -6,7 +6,7 @@ mod system_support;
 use std::time::Duration;
 
 use clawmcp_node::Capability;
-use clawmcp_node::system::MAX_CAPTURED_BYTES;
+use clawmcp_node::system::{MAX_CAPTURED_BYTES, MAX_RESULT_WIRE_BYTES};
 use serde_json::json;
 use system_support::{
     Node, context, payload_of, pid_is_dead, pids_in, run_request, text_of, tree_pids, tree_script, wait_until_dead,
@@ -89,6 +89,34 @@ async fn large_stdout_is_truncated_and_the_child_still_finishes() {
     assert_eq!(payload["stdoutTruncated"], true);
     assert!(payload.get("stderrTruncated").is_none());
     assert!(payload["note"].as_str().unwrap().contains(&total.to_string()), "{}", payload["note"]);
+}
+
+/// Output JSON must escape (NUL is `\\u0000` twice over: 7 bytes each) is bounded where it
+/// counts, on the wire: the whole response frame, both streams full, stays under 4 MiB.
+#[tokio::test]
+async fn escaped_output_stays_under_the_wire_bound_and_is_marked() {
+    let node = Node::new();
+    let script = format!("head -c {MAX_CAPTURED_BYTES} /dev/zero; head -c {MAX_CAPTURED_BYTES} /dev/zero >&2");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "system.run", "arguments": {"command": ["sh", "-c", script]}}});
+    let frame = node.raw_request(&body).await;
+    assert!(frame.len() <= MAX_RESULT_WIRE_BYTES, "a {} byte frame", frame.len());
+    assert!(frame.len() > MAX_RESULT_WIRE_BYTES / 2, "both streams kept as much as fits: {} bytes", frame.len());
+    let result = serde_json::from_str::<serde_json::Value>(&frame).unwrap()["result"].clone();
+    let payload = payload_of(&result);
+    for stream in ["stdout", "stderr"] {
+        let text = payload[stream].as_str().unwrap();
+        assert!(!text.is_empty() && text.bytes().all(|b| b == 0), "{stream} keeps a prefix of what was written");
+        assert_eq!(payload[format!("{stream}Truncated")], true);
+    }
+    let note = payload["note"].as_str().unwrap();
+    assert!(note.contains("escape") && note.contains(&MAX_CAPTURED_BYTES.to_string()), "{note}");
+
+    // Plain text at the capture bound is not cut again.
+    let plain = format!("head -c {MAX_CAPTURED_BYTES} /dev/zero | tr '\\0' x");
+    let payload = payload_of(&node.call("system.run", json!({"command": ["sh", "-c", plain]})).await);
+    assert_eq!(payload["stdout"].as_str().unwrap().len(), MAX_CAPTURED_BYTES);
+    assert!(payload.get("stdoutTruncated").is_none());
 }
 
 #[tokio::test]

@@ -29,6 +29,7 @@ use futures_util::future::BoxFuture;
 pub use clawmcp_process::MAX_CAPTURED_BYTES;
 pub use request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use run::RUN_DISABLED;
+pub use run::{MAX_RESULT_WIRE_BYTES, MAX_STREAM_WIRE_BYTES};
 pub use which::MAX_BINS;
 
 use crate::approvals::ExecApprovals;

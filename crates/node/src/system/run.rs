@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use clawmcp_mcp::ToolAnnotations;
+use clawmcp_mcp::wire_size::{self, Nesting};
 use clawmcp_process::{self as process, CapturedStream, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -36,8 +37,9 @@ pub fn command_spec() -> CommandSpec {
             "Run a program on this machine, after exec-approval policy allows it. command is the argv \
              (no shell; use [\"sh\",\"-c\",\"...\"] for shell syntax). Returns {stdout, stderr, exitCode, \
              timedOut, success, durationMs}; a non-zero exit is a normal result with success false, and a \
-             process ended by signal N reports exitCode 128+N. Each stream keeps its first 1 MiB \
-             (stdoutTruncated/stderrTruncated mark a cut). On timeout (timeoutMs, default 30000, at most \
+             process ended by signal N reports exitCode 128+N. Each stream keeps its first 1 MiB, less if it is \
+             mostly control bytes or binary, so the result stays under 4 MiB (stdoutTruncated/stderrTruncated \
+             mark a cut). On timeout (timeoutMs, default 30000, at most \
              600000) or cancellation the whole process tree is killed.",
         ),
         input_schema: Some(run_arguments_schema().into()),
@@ -102,21 +104,36 @@ fn denied(denial: Denial) -> CapabilityError {
     CapabilityError::new(denial.to_string())
 }
 
+/// The most bytes each stream may take on the wire, after its two JSON encodings (the payload is
+/// a string in the frame: MCP text block, gateway `payloadJSON`). Both streams at the bound plus
+/// the other fields stay under [`MAX_RESULT_WIRE_BYTES`].
+pub const MAX_STREAM_WIRE_BYTES: usize = 3 * 512 * 1024;
+
+/// What a whole `system.run` response frame stays under, whatever the program wrote: the 4 MiB
+/// both transports accept as a body.
+pub const MAX_RESULT_WIRE_BYTES: usize = 4 * 1024 * 1024;
+
 /// The result payload. `stdoutTruncated`/`stderrTruncated` and `note` appear only when output
 /// was cut, so an ordinary result has exactly upstream's shape.
+///
+/// A stream is cut twice if need be: at [`MAX_CAPTURED_BYTES`] read (the process crate), then at
+/// [`MAX_STREAM_WIRE_BYTES`] encoded, which only output full of characters JSON escapes (NUL,
+/// control bytes, binary decoded lossily) reaches before the first cut.
 fn payload(outcome: ProcessOutcome) -> Value {
     let mut result = Map::new();
-    result.insert("stdout".into(), outcome.stdout.text.clone().into());
-    result.insert("stderr".into(), outcome.stderr.text.clone().into());
+    let stdout = fit_to_wire(&outcome.stdout);
+    let stderr = fit_to_wire(&outcome.stderr);
+    result.insert("stdout".into(), stdout.text.into());
+    result.insert("stderr".into(), stderr.text.into());
     result.insert("exitCode".into(), outcome.exit_code.into());
     result.insert("timedOut".into(), outcome.timed_out.into());
     result.insert("success".into(), (outcome.exit_code == 0 && !outcome.timed_out).into());
     result.insert("durationMs".into(), duration_ms(outcome.duration).into());
     let mut notes = Vec::new();
-    for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
-        if stream.truncated {
+    for (name, stream, fitted) in [("stdout", &outcome.stdout, &stdout), ("stderr", &outcome.stderr, &stderr)] {
+        if stream.truncated || fitted.cut_for_wire {
             result.insert(format!("{name}Truncated"), true.into());
-            notes.push(truncation_note(name, stream));
+            notes.push(truncation_note(name, stream, fitted));
         }
     }
     if !notes.is_empty() {
@@ -126,8 +143,29 @@ fn payload(outcome: ProcessOutcome) -> Value {
     Value::Object(result)
 }
 
-fn truncation_note(name: &str, stream: &CapturedStream) -> String {
-    format!("{name} was cut to its first {MAX_CAPTURED_BYTES} bytes (the command wrote {})", stream.total_bytes)
+/// A stream's text as it goes on the wire.
+struct Fitted<'a> {
+    text: &'a str,
+    /// Cut further than the capture was, to fit [`MAX_STREAM_WIRE_BYTES`] once encoded.
+    cut_for_wire: bool,
+}
+
+fn fit_to_wire(stream: &CapturedStream) -> Fitted<'_> {
+    let text = wire_size::prefix_within(&stream.text, MAX_STREAM_WIRE_BYTES, Nesting::Twice);
+    Fitted { text, cut_for_wire: text.len() < stream.text.len() }
+}
+
+fn truncation_note(name: &str, stream: &CapturedStream, fitted: &Fitted<'_>) -> String {
+    if fitted.cut_for_wire {
+        format!(
+            "{name} was cut to its first {} bytes of text (the command wrote {}): it holds characters JSON must \
+             escape (control bytes or binary data), and the result stays under {MAX_RESULT_WIRE_BYTES} bytes on the wire",
+            fitted.text.len(),
+            stream.total_bytes
+        )
+    } else {
+        format!("{name} was cut to its first {MAX_CAPTURED_BYTES} bytes (the command wrote {})", stream.total_bytes)
+    }
 }
 
 fn duration_ms(duration: Duration) -> u64 {

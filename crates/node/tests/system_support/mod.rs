@@ -59,10 +59,17 @@ impl Node {
 
     /// Sends one JSON-RPC request and returns its `result` (or the whole frame on an error).
     pub async fn request(&self, id: u64, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-        let frame = self.server.handle(body.as_bytes(), RequestContext::new(CancellationToken::new())).await;
-        let frame: Value = serde_json::from_str(&frame.expect("a request gets a response")).unwrap();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let frame: Value = serde_json::from_str(&self.raw_request(&body).await).unwrap();
         frame.get("result").cloned().unwrap_or(frame)
+    }
+
+    /// Sends one JSON-RPC message and returns the response frame exactly as a transport would
+    /// write it.
+    pub async fn raw_request(&self, body: &Value) -> String {
+        let body = body.to_string();
+        let frame = self.server.handle(body.as_bytes(), RequestContext::new(CancellationToken::new())).await;
+        frame.expect("a request gets a response")
     }
 
     /// `tools/call`; returns the MCP result (`content`, `isError`).
