@@ -69,8 +69,32 @@ pub const SERVER_NAME: &str = "openclaw";
 /// The OpenClaw release whose `mcp serve` surface this reproduces.
 pub const OPENCLAW_COMPAT_VERSION: &str = "2026.9.6";
 
-/// How long a failing startup lets running tool calls deliver the error before exiting.
+/// After a failed startup, the input must have been quiet this long (and every call answered)
+/// before the process exits: what the client sent before learning of the failure is answered.
 const STARTUP_FAILURE_GRACE: Duration = Duration::from_secs(1);
+
+/// The longest a failed startup keeps answering a client that keeps sending.
+const STARTUP_DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// Resolves once every call has answered and the input has been quiet for
+/// [`STARTUP_FAILURE_GRACE`] (or reached EOF).
+async fn drain_input(service: &service::ServeService, activity: &input::InputActivity, ended: &CancellationToken) {
+    loop {
+        service.idle().await;
+        let seen = activity.bytes_read();
+        if ended.is_cancelled() {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(STARTUP_FAILURE_GRACE) => {}
+            () = ended.cancelled() => {}
+        }
+        if activity.bytes_read() == seen && !ended.is_cancelled() {
+            service.idle().await;
+            return;
+        }
+    }
+}
 
 /// `serverInfo.version`: `2026.9.6+clawmcp.<ours>`. Semver build metadata: version comparisons
 /// treat it as the OpenClaw release whose surface we reproduce, and a human reading it learns
@@ -165,6 +189,7 @@ where
     let stop = shutdown.child_token();
     let input_ended = CancellationToken::new();
     let input = input::InputEnd::new(input, input_ended.clone());
+    let input_activity = input.activity();
     // Once the session is ending, our notification handle must not keep its writer alive.
     let release = tokio::spawn({
         let (bridge, stop, input_ended) = (bridge.clone(), stop.clone(), input_ended.clone());
@@ -182,11 +207,19 @@ where
     let outcome = tokio::select! {
         end = &mut session => Ok(end),
         error = bridge.startup_failure() => {
-            // Calls waiting for readiness answer with the error at once; let them be written.
-            let _ = tokio::time::timeout(STARTUP_FAILURE_GRACE, service.idle()).await;
+            // Calls waiting for readiness answer with the error at once. Requests the client
+            // already sent (still in the pipe) are read and answered too, with the same error
+            // for gateway tools, before the process exits: nothing sent is dropped unanswered.
+            let ended = tokio::select! {
+                () = drain_input(&service, &input_activity, &input_ended) => false,
+                _ = &mut session => true,
+                () = tokio::time::sleep(STARTUP_DRAIN_LIMIT) => false,
+            };
             bridge.notifier().close();
             stop.cancel();
-            let _ = (&mut session).await;
+            if !ended {
+                let _ = (&mut session).await;
+            }
             Err(error)
         }
     };

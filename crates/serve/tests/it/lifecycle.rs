@@ -219,3 +219,37 @@ async fn calls_waiting_on_a_gateway_that_keeps_saying_retry_time_out_clearly() {
     assert!(fake.connect_attempts() > 2, "still retrying");
     assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed, "retrying is not a failure");
 }
+
+/// A gateway that refuses us at start ends the process, but only after everything the client
+/// had already sent is read and answered (gateway tools with the startup error): nothing is
+/// dropped unanswered.
+#[tokio::test]
+async fn a_failed_start_answers_every_request_already_sent_before_exiting() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let connect = ConnectOverrides {
+        url: Some(format!("ws://127.0.0.1:{port}")),
+        token: Some(Secret::new("t")),
+        ..ConnectOverrides::default()
+    };
+    let mut session = Session::spawn(ServeOptions::new(connect, Env::default()), None);
+    let mut ids = Vec::new();
+    for n in 0..200 {
+        ids.push(match n % 3 {
+            0 => session.send_request("ping", json!({})).await,
+            1 => session.start_call("conversations_list", json!({})).await,
+            _ => session.start_call("events_poll", json!({})).await,
+        });
+    }
+    let responses = session.responses(&ids).await;
+    assert_eq!(responses.len(), 200);
+    for response in responses.values() {
+        assert!(response.get("result").is_some(), "every request gets a result: {response}");
+    }
+    let gateway_call = &responses[&ids[1]]["result"];
+    assert!(is_error(gateway_call) && text(gateway_call).contains("cannot open a WebSocket"), "{gateway_call}");
+    let error = session.ended().await.unwrap_err().to_string();
+    assert!(error.contains("cannot open a WebSocket"), "{error}");
+}

@@ -157,6 +157,20 @@ impl Session {
         }
     }
 
+    /// Reads until every request in `ids` has its response (in any order); returns them by id.
+    pub async fn responses(&mut self, ids: &[u64]) -> std::collections::BTreeMap<u64, Value> {
+        let mut seen = std::collections::BTreeMap::new();
+        while seen.len() < ids.len() {
+            let frame = self.read_frame().await.expect("stdout closed before every response arrived");
+            match frame.get("id").and_then(Value::as_u64) {
+                Some(id) if ids.contains(&id) => assert!(seen.insert(id, frame).is_none(), "two answers to {id}"),
+                Some(_) => panic!("a response to another request: {frame}"),
+                None => self.notifications.push_back(frame),
+            }
+        }
+        seen
+    }
+
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send_request(method, params).await;
         self.response(id).await
