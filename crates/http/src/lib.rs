@@ -7,6 +7,7 @@
 //! # Layout
 //!
 //! - [`server`]: bind, accept, connections, the per-request pipeline and shutdown.
+//! - `connections`: the connection budget (authenticated vs not, eviction, per-phase deadlines).
 //! - `gate`: loopback, browser signals, Host, bearer token, media type; the refusal table.
 //! - `body`: reading a body bounded in size and time.
 //! - `pools`: ingress, tool and control slots.
@@ -17,6 +18,7 @@
 //! The CLI calls [`bind`], prints [`HttpServer::endpoint`], then runs [`HttpServer::serve`].
 
 mod body;
+mod connections;
 mod gate;
 pub mod limits;
 mod pools;

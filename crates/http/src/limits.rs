@@ -31,13 +31,28 @@ pub struct Limits {
     /// How long a request waits for an ingress, tool or control slot before `503 server busy`
     /// (spec 000: 50 ms). Short, so an overloaded server says so instead of queueing without end.
     pub slot_wait: Duration,
-    /// Open connections at once. Beyond this the server stops accepting until one closes (the
-    /// kernel's backlog holds the rest), so a local process cannot exhaust file descriptors.
+    /// Open connections at once, of every kind. When a new one arrives at the cap, the
+    /// longest-idle connection is closed for it (unauthenticated ones first; one in the middle
+    /// of a request never), so file descriptors stay bounded and the accept loop never waits.
+    /// See `connections` for the whole budget.
     pub max_connections: usize,
-    /// Time to receive a request's headers (slowloris). hyper restarts this timer whenever a
-    /// keep-alive connection goes idle, so it is also the idle limit of a kept-alive connection.
-    /// Real clients close idle connections after 4-5 s, before this fires.
+    /// Open connections that have not yet presented a valid token (a connection counts as
+    /// authenticated once one of its requests passed the bearer check). When a new connection
+    /// finds this budget full, the longest-idle unauthenticated one is closed for it: processes
+    /// without the token compete only with each other, never for the `max_connections -
+    /// max_unauthenticated_connections` places kept for authenticated clients. Sized above the
+    /// connections a real client opens at once (wrk's 64 in bench/node.sh).
+    pub max_unauthenticated_connections: usize,
+    /// Time an unauthenticated connection may wait before sending the first byte of a request
+    /// (a new connection, or one kept open after a refusal). Clients write right after
+    /// connecting; a socket that stays silent is holding a place, not asking.
+    pub first_byte_timeout: Duration,
+    /// Time from the first byte of a request head to its end (slowloris: a head trickling in one
+    /// byte at a time is cut here). Real heads arrive in one packet.
     pub header_read_timeout: Duration,
+    /// Time an authenticated keep-alive connection may stay idle between requests. Real clients
+    /// close idle connections after 4-5 s, before this fires.
+    pub idle_timeout: Duration,
     /// Bytes of request head (request line and headers). Real clients send well under 1 KiB.
     pub max_header_bytes: usize,
     /// Number of request headers.
@@ -68,7 +83,10 @@ impl Default for Limits {
             control_slots: 8,
             slot_wait: Duration::from_millis(50),
             max_connections: 256,
-            header_read_timeout: Duration::from_secs(10),
+            max_unauthenticated_connections: 64,
+            first_byte_timeout: Duration::from_secs(2),
+            header_read_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
             max_header_bytes: 64 * 1024,
             max_headers: 64,
             body_read_timeout: Duration::from_secs(30),

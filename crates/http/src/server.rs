@@ -1,5 +1,7 @@
-//! The listener, connections and the request pipeline: bind to 127.0.0.1, accept within the
-//! connection cap, and take each request through gate, pools, body read and dispatch.
+//! The listener, connections and the request pipeline: bind to 127.0.0.1, admit each
+//! connection into the connection budget (see `connections`: who may stay open, for how long,
+//! who is evicted when it is full), and take each request through gate, pools, body read and
+//! dispatch.
 //!
 //! One request, in order (spec 000):
 //! 1. the gate (loopback, browser signals, Host, bearer token) for every verb; an OAuth
@@ -43,14 +45,15 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::body::read_body;
+use crate::connections::{Admitted, Budget, Check, ConnectionState, ObservedIo, RequestActivity, Stop, Timeouts};
 use crate::gate::{self, Refusal, plain_text};
 use crate::limits::Limits;
 use crate::pools::Pools;
@@ -116,6 +119,7 @@ struct Shared<S: McpService + ?Sized> {
     mcp: Arc<McpServer<S>>,
     token: Arc<LiveToken>,
     limits: Limits,
+    timeouts: Timeouts,
     pools: Pools,
     probe: String,
     /// Parent of every request's transport token; cancelled on shutdown.
@@ -142,7 +146,8 @@ impl HttpServer {
         format!("http://127.0.0.1:{}/", self.local_addr.port())
     }
 
-    /// Serves until `shutdown` fires; then stops accepting, cancels every in-flight request
+    /// Serves until `shutdown` fires; then stops accepting, closes idle connections, cancels
+    /// every in-flight request
     /// (tools see their cancel token, callers get `request timed out`), waits up to
     /// `limits.shutdown_grace` for them to answer, and returns. Accept errors (a burst of
     /// EMFILE, an aborted handshake) are logged and retried, never fatal.
@@ -154,24 +159,21 @@ impl HttpServer {
         let probe = format!("OpenClaw MCP server. POST JSON-RPC to {}", self.endpoint());
         tracing::info!(endpoint = %self.endpoint(), "MCP HTTP server listening");
         let HttpServer { listener, token, limits, .. } = self;
-        let connection_slots = Arc::new(Semaphore::new(limits.max_connections));
+        let budget = Budget::new(&limits);
         let shared = Arc::new(Shared {
             mcp,
             token,
             pools: Pools::new(&limits),
+            timeouts: Timeouts::of(&limits),
             limits,
             probe,
             requests: CancellationToken::new(),
             tasks: TaskTracker::new(),
         });
         loop {
-            // Take a connection slot before accepting: at the cap, new clients wait in the
-            // kernel's backlog instead of costing us a file descriptor.
-            let slot = tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                slot = connection_slots.clone().acquire_owned() => slot.expect("the connection semaphore is never closed"),
-            };
+            // Always accept: waiting for a free place instead (a semaphore before `accept`) is
+            // what let silent sockets of a process without the token hold every place. The
+            // budget decides who stays.
             let (stream, peer) = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
@@ -183,9 +185,17 @@ impl HttpServer {
                     }
                 },
             };
-            shared.tasks.spawn(serve_connection(shared.clone(), stream, peer, shutdown.clone(), slot));
+            let Some(admitted) = budget.admit() else {
+                tracing::debug!(%peer, "connection refused: every place is held by a request in progress");
+                continue;
+            };
+            shared.tasks.spawn(serve_connection(shared.clone(), stream, peer, admitted));
+            // Let the new connection read the request it has usually sent already: under a flood
+            // of accepts it would otherwise still look idle, and be the next one evicted.
+            tokio::task::yield_now().await;
         }
         drop(listener);
+        budget.shut_down_all();
         shared.requests.cancel();
         shared.tasks.close();
         if tokio::time::timeout(shared.limits.shutdown_grace, shared.tasks.wait()).await.is_err() {
@@ -212,64 +222,102 @@ async fn accept_backoff(error: &io::Error) {
     }
 }
 
+/// What every request on one connection shares.
+struct ConnectionCtx<S: McpService + ?Sized> {
+    shared: Arc<Shared<S>>,
+    state: Arc<ConnectionState>,
+    peer: SocketAddr,
+}
+
+/// Serves one connection until it ends, is evicted, misses a deadline of its phase (first byte,
+/// head, keep-alive idle; see `connections`), or the server shuts down. hyper's own header
+/// timeout is off: the watchdog here covers it, with one timer per connection that is re-armed
+/// only when it fires, instead of one allocated and registered per request.
 async fn serve_connection<S: McpService + ?Sized>(
     shared: Arc<Shared<S>>,
     stream: TcpStream,
     peer: SocketAddr,
-    shutdown: CancellationToken,
-    _connection_slot: OwnedSemaphorePermit,
+    admitted: Admitted,
 ) {
-    let limits = &shared.limits;
+    let state = admitted.state().clone();
+    let timeouts = shared.timeouts;
     let mut builder = http1::Builder::new();
     builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_header_size(limits.max_header_bytes)
-        .max_headers(limits.max_headers)
+        .header_read_timeout(None)
+        .max_header_size(shared.limits.max_header_bytes)
+        .max_headers(shared.limits.max_headers)
         .keep_alive(true);
     let service = {
-        let shared = shared.clone();
+        let conn = Arc::new(ConnectionCtx { shared, state: state.clone(), peer });
         service_fn(move |request| {
-            let shared = shared.clone();
-            async move { Ok::<_, Infallible>(respond(&shared, peer, request).await) }
+            let conn = conn.clone();
+            async move { Ok::<_, Infallible>(respond(&conn, request).await) }
         })
     };
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let connection = builder.serve_connection(TokioIo::new(ObservedIo::new(stream, state.clone())), service);
     tokio::pin!(connection);
-    let ended = tokio::select! {
-        ended = connection.as_mut() => ended,
-        _ = shutdown.cancelled() => {
-            // Idle connections close now; busy ones after their (already cancelled) request.
-            connection.as_mut().graceful_shutdown();
-            connection.await
+    let Check::Until(first_check) = state.check(&timeouts, Instant::now()) else { return };
+    let watchdog = tokio::time::sleep_until(first_check);
+    tokio::pin!(watchdog);
+    let mut shutting_down = false;
+    let ended = loop {
+        tokio::select! {
+            biased;
+            ended = connection.as_mut() => break ended,
+            stop = std::future::poll_fn(|cx| state.poll_stop(cx)), if !shutting_down => match stop {
+                Stop::Evicted => {
+                    tracing::debug!(%peer, "MCP HTTP connection evicted to admit a new one");
+                    return;
+                }
+                Stop::Shutdown => {
+                    // Idle connections close now; busy ones after their (already cancelled)
+                    // request. The watchdog still bounds one caught halfway through a head.
+                    connection.as_mut().graceful_shutdown();
+                    shutting_down = true;
+                }
+            },
+            () = &mut watchdog => match state.check(&timeouts, Instant::now()) {
+                Check::Expired => {
+                    tracing::debug!(%peer, phase = ?state.phase(), "MCP HTTP connection closed at its deadline");
+                    return;
+                }
+                Check::Until(next) => watchdog.as_mut().reset(next),
+            },
         }
     };
+    drop(admitted);
     if let Err(error) = ended {
         tracing::debug!(%peer, %error, "MCP HTTP connection ended with an error");
     }
 }
 
 async fn respond<S: McpService + ?Sized>(
-    shared: &Arc<Shared<S>>,
-    peer: SocketAddr,
+    conn: &ConnectionCtx<S>,
     request: Request<hyper::body::Incoming>,
 ) -> Response<ResponseBody> {
     let received = Instant::now();
     let method = request.method().clone();
-    answer(shared, peer, request, received).await.unwrap_or_else(|refusal| {
+    // Evicted between reading this head and now: the connection is closing anyway.
+    let Some(activity) = conn.state.begin_request() else { return whole(Refusal::Busy.into_response()) };
+    answer(conn, request, received, activity).await.unwrap_or_else(|refusal| {
+        let peer = conn.peer;
         tracing::debug!(%peer, %method, status = refusal.status().as_u16(), reason = refusal.text(), "request refused");
         whole(refusal.into_response())
     })
 }
 
 async fn answer<S: McpService + ?Sized>(
-    shared: &Arc<Shared<S>>,
-    peer: SocketAddr,
+    conn: &ConnectionCtx<S>,
     request: Request<hyper::body::Incoming>,
     received: Instant,
+    activity: RequestActivity,
 ) -> Result<Response<ResponseBody>, Refusal> {
+    let shared = &conn.shared;
     let limits = &shared.limits;
-    gate::admit(peer.ip(), &request, &shared.token)?;
+    gate::admit(conn.peer.ip(), &request, &shared.token)?;
+    // From now on this connection holds a place of the whole budget, not of the small one
+    // kept for connections that have not shown the token.
+    conn.state.authenticate();
     match *request.method() {
         // MCP clients open `GET` with `Accept: text/event-stream` for a server-push stream we do
         // not offer; the streamable-HTTP spec says to answer 405 so they carry on without it.
@@ -313,7 +361,7 @@ async fn answer<S: McpService + ?Sized>(
     };
     if let Some(id) = streamed_id {
         let call = StreamedCall { id, message, transport_cancel, deadline, slot: handler_slot };
-        return Ok(stream_answer(shared, call, cancel_on_disconnect));
+        return Ok(stream_answer(shared, call, cancel_on_disconnect, activity));
     }
     let dispatch = dispatch_bounded(
         shared.mcp.clone(),
@@ -353,11 +401,13 @@ struct StreamedCall {
 /// Answers a `tools/call` that asked for progress as an event stream (see `sse`). The call runs
 /// exactly like a plain one (same slot, deadline, cancellation and abandonment), with a sink for
 /// its progress. Headers go out at once; the body carries the disconnect guard, so a client that
-/// leaves mid-stream cancels the call.
+/// leaves mid-stream cancels the call. It also carries the connection's busy mark, so a
+/// connection streaming an answer is not idle.
 fn stream_answer<S: McpService + ?Sized>(
     shared: &Arc<Shared<S>>,
     call: StreamedCall,
     cancel_on_disconnect: DropGuard,
+    activity: RequestActivity,
 ) -> Response<ResponseBody> {
     let StreamedCall { id, message, transport_cancel, deadline, slot } = call;
     let (sink, progress) = sse::progress_channel();
@@ -379,7 +429,7 @@ fn stream_answer<S: McpService + ?Sized>(
         // Fails only when the client has gone: there is no one left to tell.
         let _ = answer.send(frame);
     });
-    sse::event_stream(EventSources { progress, response, fallback }, cancel_on_disconnect)
+    sse::event_stream(EventSources { progress, response, fallback }, (cancel_on_disconnect, activity))
 }
 
 /// Runs one message through the dispatcher under the request deadline. Holding `_slot` for the

@@ -23,7 +23,6 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::DropGuard;
 
 use clawmcp_mcp::FrameSink;
 
@@ -61,11 +60,12 @@ pub(crate) fn progress_channel() -> (ProgressSink, mpsc::Receiver<String>) {
 }
 
 /// `200 text/event-stream`: every queued progress frame, then the response, then the end.
-/// `cancel_on_drop` lives as long as the body: if the client goes away mid-stream, hyper drops
-/// the body and the call is cancelled, exactly as when the client leaves a plain request.
-pub(crate) fn event_stream(sources: EventSources, cancel_on_drop: DropGuard) -> Response<ResponseBody> {
+/// `held` lives as long as the body: the server passes the call's cancel guard (if the client
+/// goes away mid-stream, hyper drops the body and the call is cancelled, exactly as when the
+/// client leaves a plain request) and its connection's busy mark.
+pub(crate) fn event_stream<H: Send + 'static>(sources: EventSources, held: H) -> Response<ResponseBody> {
     let EventSources { progress, response, fallback } = sources;
-    let state = StreamState { progress, response: Some(response), fallback, _cancel_on_drop: cancel_on_drop };
+    let state = StreamState { progress, response: Some(response), fallback, _held: held };
     let events = futures_util::stream::unfold(state, |mut state| async move {
         let frame = state.next_frame().await?;
         Some((Ok::<_, Infallible>(Frame::data(sse_event(&frame))), state))
@@ -79,15 +79,15 @@ pub(crate) fn event_stream(sources: EventSources, cancel_on_drop: DropGuard) -> 
     answer
 }
 
-struct StreamState {
+struct StreamState<H> {
     progress: mpsc::Receiver<String>,
     /// `None` once the response was sent: the stream is over.
     response: Option<oneshot::Receiver<String>>,
     fallback: String,
-    _cancel_on_drop: DropGuard,
+    _held: H,
 }
 
-impl StreamState {
+impl<H> StreamState<H> {
     /// Queued progress first, then the response (the dispatcher stops progress before it
     /// answers, so nothing can be queued behind the response).
     async fn next_frame(&mut self) -> Option<String> {

@@ -1,5 +1,6 @@
 //! Every bound at its edge: body size (declared, chunked), the ingress, tool and control pools,
-//! header and body timeouts, the connection cap and the request deadline. Time is paused, so
+//! body timeouts and the request deadline. The connection budget and its deadlines
+//! have their own file (`connections.rs`). Time is paused, so
 //! timeouts fire as soon as nothing else can run and no test waits for real time.
 
 mod common;
@@ -9,14 +10,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clawmcp_http::{Limits, MAX_BODY_BYTES};
-use common::{Harness, call, cancel, ping, read_to_close, read_until};
+use common::{Harness, call, cancel, ping, read_to_close};
 use http::StatusCode;
 use http::header::RETRY_AFTER;
 use http_body_util::{Full, StreamBody};
 use hyper::body::Frame;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
-use tokio::time::{Instant, timeout};
+use tokio::time::Instant;
 
 /// A `ping` whose JSON text is exactly `len` bytes (padded inside `params`).
 fn ping_of_len(len: usize) -> Vec<u8> {
@@ -190,45 +191,4 @@ async fn the_request_deadline_cancels_the_tool_and_answers_timed_out() {
     // Under the deadline, a slow tool simply finishes.
     let finished = h.client.rpc(call(json!(2), "slow", json!({"seconds": 1}))).await;
     assert_eq!(finished.tool_outcome(), ("done".to_owned(), false));
-}
-
-#[tokio::test(start_paused = true)]
-async fn headers_must_arrive_in_time() {
-    let limits = Limits::default();
-    let h = Harness::with_limits(limits.clone()).await;
-    let started = Instant::now();
-    let partial = format!("POST / HTTP/1.1\r\nHost: {}\r\n", h.addr());
-    let answer = h.client.raw(partial.as_bytes()).await;
-    assert_eq!(answer, "", "closed without an answer");
-    assert_eq!(started.elapsed(), limits.header_read_timeout);
-}
-
-#[tokio::test(start_paused = true)]
-async fn idle_keep_alive_connections_are_closed() {
-    let limits = Limits::default();
-    let h = Harness::with_limits(limits.clone()).await;
-    let probe = format!("GET / HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n", h.addr(), h.client.token);
-    let mut stream = h.client.raw_open(probe.as_bytes()).await;
-    let answered = read_until(&mut stream, "POST JSON-RPC to").await;
-    assert!(answered.starts_with("HTTP/1.1 200 OK\r\n"), "{answered}");
-    let idle_since = Instant::now();
-    assert_eq!(read_to_close(&mut stream).await, "", "nothing more was sent");
-    assert_eq!(idle_since.elapsed(), limits.header_read_timeout);
-}
-
-#[tokio::test(start_paused = true)]
-async fn connections_beyond_the_cap_wait_until_one_closes() {
-    let limits = Limits { max_connections: 2, ..Limits::default() };
-    let h = Harness::with_limits(limits).await;
-    let first = h.client.connect::<Full<Bytes>>().await;
-    let mut second = h.client.connect().await;
-    let ping_request = || h.client.post_json().body(Full::new(Bytes::from(ping(1).to_string()))).unwrap();
-    assert_eq!(second.send(ping_request()).await.status, StatusCode::OK);
-
-    let client = h.client.clone();
-    let third = tokio::spawn(async move { client.rpc(ping(3)).await });
-    let mut third = std::pin::pin!(third);
-    assert!(timeout(Duration::from_secs(1), &mut third).await.is_err(), "not served while two connections are open");
-    drop(first);
-    assert_eq!(third.await.unwrap().status, StatusCode::OK);
 }

@@ -200,6 +200,27 @@ async fn jsonrpc_answers_are_200_json_and_notifications_202_empty() {
     assert_eq!(batch.status, StatusCode::OK);
     assert_eq!((batch.json()["error"]["code"].clone(), batch.json()["id"].clone()), (json!(-32600), json!(null)));
 
+    // Not JSON-RPC 2.0: a request is refused with -32600 (and never runs), a notification is
+    // dropped like any other.
+    let versionless = c
+        .rpc(
+            call(json!(5), "count", json!({}))
+                .as_object()
+                .unwrap()
+                .clone()
+                .into_iter()
+                .filter(|(key, _)| key != "jsonrpc")
+                .collect(),
+        )
+        .await;
+    assert_eq!(versionless.status, StatusCode::OK);
+    assert_eq!(
+        (versionless.json()["error"]["code"].clone(), versionless.json()["id"].clone()),
+        (json!(-32600), json!(5))
+    );
+    let versionless_note = c.rpc(json!({"method": "notifications/initialized"})).await;
+    assert_eq!((versionless_note.status, versionless_note.body.len()), (StatusCode::ACCEPTED, 0));
+
     let unknown = c.rpc(json!({"jsonrpc": "2.0", "id": "u", "method": "server/discover"})).await;
     assert_eq!(unknown.status, StatusCode::OK, "TypeScript clients lose JSON-RPC errors sent with a non-2xx status");
     assert_eq!(unknown.json()["error"]["code"], -32601);
@@ -209,7 +230,11 @@ async fn jsonrpc_answers_are_200_json_and_notifications_202_empty() {
         listed.json()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
     assert_eq!(names, [json!("count"), json!("wait_for_cancel"), json!("slow")]);
 
-    assert_eq!(c.rpc(call(json!(1), "count", json!({}))).await.tool_outcome(), ("1".to_owned(), false));
+    assert_eq!(
+        c.rpc(call(json!(1), "count", json!({}))).await.tool_outcome(),
+        ("1".to_owned(), false),
+        "the first count: the versionless call never ran"
+    );
 }
 
 #[tokio::test(start_paused = true)]

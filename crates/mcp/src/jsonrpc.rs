@@ -7,7 +7,12 @@
 //! 1. not JSON at all -> `-32700` with `id: null`;
 //! 2. root not an object (batches included) -> `-32600` with `id: null`;
 //! 3. `id` present and not `null` -> a request; absent or `null` -> a notification;
-//! 4. a request without a string `method` -> `-32600`; a notification without one is dropped.
+//! 4. `jsonrpc` not exactly `"2.0"` (absent included) -> `-32600` for a request; a notification
+//!    or a response is dropped (the upstream tray accepts any value; JSON-RPC 2.0 does not);
+//! 5. a request without a string `method` -> `-32600`; a notification without one is dropped.
+//!
+//! `params` stay raw here; [`crate::params::decode`] turns them into a `Value` with a precise
+//! error (depth, out-of-range numbers).
 //!
 //! Ids are echoed byte-for-byte (`RawValue`), so `99999999999999999999` or `1.5` round-trip
 //! exactly, while matching uses [`IdKey`]: decoded strings, and numbers normalised at arbitrary
@@ -17,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// JSON-RPC error codes this server emits. `-32602` exists for the stdio surfaces; the node
-/// surface reports argument problems as tool errors, as spec 000 requires.
+/// JSON-RPC error codes this server emits. `-32602` answers undecodable `params` of methods
+/// other than `tools/call` (and argument problems on some stdio surfaces); `tools/call`
+/// reports argument problems as tool errors, as spec 000 requires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     ParseError,
@@ -251,15 +257,12 @@ fn raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
     a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
 }
 
-/// Decodes params (kept raw so ids inside them keep full precision) into a `Value`.
-pub fn params_value(params: Option<&RawValue>) -> Option<Value> {
-    params.and_then(|raw| serde_json::from_str(raw.get()).ok())
-}
-
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    jsonrpc: Option<Value>,
+struct Envelope<'a> {
+    /// Raw and never `None` when present, so that `"jsonrpc": null` is told apart from a
+    /// missing member.
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
     #[serde(default)]
     id: Option<Box<RawValue>>,
     #[serde(default)]
@@ -270,6 +273,11 @@ struct Envelope {
     result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<Box<RawValue>>,
+}
+
+/// A member that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// Parses one message. Batches (JSON arrays) are refused with `-32600`: MCP removed batching in
@@ -306,21 +314,21 @@ pub fn parse(body: &[u8]) -> Result<Incoming, Rejection> {
         Some(raw_id) => Some(RequestId::from_raw(raw_id).map_err(|error| Rejection::Reply { id: None, error })?),
         None => None,
     };
-    if let Some(version) = &envelope.jsonrpc
-        && version != "2.0"
-    {
-        return Err(match id {
-            Some(id) => Rejection::Reply {
-                id: Some(id),
-                error: RpcError::new(ErrorCode::InvalidRequest, "Invalid 'jsonrpc': expected \"2.0\""),
-            },
-            None => Rejection::Silent,
-        });
-    }
     let method = match envelope.method {
         Some(Value::String(m)) => Some(m),
         _ => None,
     };
+    if let Some(problem) = version_problem(envelope.jsonrpc) {
+        // Only a request is answered: a notification never is (JSON-RPC 2.0 section 4.1), and
+        // answering a response could start an endless exchange with a peer that does the same.
+        let is_response = method.is_none() && (envelope.result.is_some() || envelope.error.is_some());
+        return Err(match id {
+            Some(id) if !is_response => {
+                Rejection::Reply { id: Some(id), error: RpcError::new(ErrorCode::InvalidRequest, problem) }
+            }
+            _ => Rejection::Silent,
+        });
+    }
     match (id, method) {
         (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params: envelope.params }),
         (None, Some(method)) => Ok(Incoming::Notification { method, params: envelope.params }),
@@ -330,6 +338,23 @@ pub fn parse(body: &[u8]) -> Result<Incoming, Rejection> {
         }
         (None, None) => Err(Rejection::Silent),
     }
+}
+
+/// What is wrong with a message's `jsonrpc` member, if anything. JSON-RPC 2.0 requires it to be
+/// exactly the string `"2.0"`; the upstream tray does not check it, we do (issue 8): a message
+/// without it is not JSON-RPC 2.0, and guessing its meaning is how two peers end up disagreeing.
+fn version_problem(version: Option<&RawValue>) -> Option<String> {
+    let Some(version) = version else {
+        return Some(
+            r#"Invalid Request: the "jsonrpc" member is missing; every JSON-RPC 2.0 message must carry "jsonrpc": "2.0""#
+                .into(),
+        );
+    };
+    // The literal every client sends first; an escaped spelling (`"2\u002e0"`) is "2.0" too.
+    if version.get() == r#""2.0""# || serde_json::from_str::<String>(version.get()).is_ok_and(|v| v == "2.0") {
+        return None;
+    }
+    Some(format!(r#"Invalid Request: "jsonrpc" must be the string "2.0", got {}"#, clip(version.get(), 32)))
 }
 
 #[derive(Serialize)]
@@ -441,7 +466,7 @@ mod tests {
         assert_eq!(note, Incoming::Notification { method: "notifications/initialized".into(), params: None });
         let null_id = parse(br#"{"jsonrpc":"2.0","id":null,"method":"x","params":{"a":1}}"#).unwrap();
         let Incoming::Notification { method, params } = null_id else { panic!("a null id is a notification") };
-        assert_eq!((method.as_str(), params_value(params.as_deref())), ("x", Some(json!({"a":1}))));
+        assert_eq!((method.as_str(), crate::params::decode(params.as_deref())), ("x", Ok(Some(json!({"a":1})))));
         assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap(), Incoming::Response);
     }
 
@@ -464,10 +489,35 @@ mod tests {
     }
 
     #[test]
-    fn wrong_jsonrpc_version_is_rejected_but_absent_is_tolerated() {
-        let (_, code, _) = reply(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#);
-        assert_eq!(code, -32600);
-        assert!(matches!(parse(br#"{"id":1,"method":"ping"}"#), Ok(Incoming::Request { .. })));
+    fn a_request_without_jsonrpc_2_0_is_an_invalid_request() {
+        let (id, code, msg) = reply(r#"{"id":1,"method":"ping"}"#);
+        assert_eq!((id.as_deref(), code), (Some("1"), -32600));
+        assert_eq!(
+            msg,
+            r#"Invalid Request: the "jsonrpc" member is missing; every JSON-RPC 2.0 message must carry "jsonrpc": "2.0""#
+        );
+        for (version, shown) in [(r#""1.0""#, r#""1.0""#), ("2.0", "2.0"), ("null", "null"), (r#""2.0 ""#, r#""2.0 ""#)]
+        {
+            let (id, code, msg) = reply(&format!(r#"{{"jsonrpc":{version},"id":"a","method":"ping"}}"#));
+            assert_eq!((id.as_deref(), code), (Some(r#""a""#), -32600), "{version}");
+            assert_eq!(msg, format!(r#"Invalid Request: "jsonrpc" must be the string "2.0", got {shown}"#));
+        }
+        assert!(parse(br#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#).is_ok(), "an escaped \"2.0\" is \"2.0\"");
+        let long = format!(r#"{{"jsonrpc":"{}","id":1,"method":"ping"}}"#, "x".repeat(1000));
+        assert!(reply(&long).2.len() < 120, "the echoed value is clipped");
+    }
+
+    #[test]
+    fn notifications_and_responses_without_jsonrpc_2_0_are_dropped_silently() {
+        for body in [
+            r#"{"method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"1.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"id":null,"method":"ping"}"#,
+            r#"{"id":3,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":3,"error":{"code":1,"message":"x"}}"#,
+        ] {
+            assert_eq!(parse(body.as_bytes()), Err(Rejection::Silent), "{body}");
+        }
     }
 
     #[test]

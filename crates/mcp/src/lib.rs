@@ -3,6 +3,7 @@
 //! # Layout
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes, exact request ids, response frames.
+//! - [`params`]: `params` into a `Value`, with errors naming the place and the limit.
 //! - [`cancel`]: the cancellation registry (in-flight calls, tombstones, completion guards).
 //! - [`types`]: tool descriptors, tool results, the per-call context (cancel, progress).
 //! - [`server`]: the dispatcher and the [`McpService`] trait a surface implements.
@@ -15,6 +16,7 @@
 
 pub mod cancel;
 pub mod jsonrpc;
+pub mod params;
 pub mod server;
 pub mod stdio;
 pub mod tool_filter;
@@ -23,6 +25,7 @@ pub mod wire_size;
 
 pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
+pub use params::ParamsError;
 pub use server::{
     CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT, WireStyle,
 };

@@ -30,7 +30,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Registration};
-use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw, params_value};
+use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw};
+use crate::params::{self, ParamsError};
 use crate::types::{CallContext, FrameSink, Progress, Tool, ToolResult};
 
 /// The protocol version we speak (spec 000). Clients asking for newer versions accept it.
@@ -269,7 +270,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
         // Results are serialised straight from their typed form into the frame: a tool list
         // or a tool result never takes a detour through a `Value` tree (a deep copy per call).
         match method {
-            "initialize" => raw(&self.initialize(params)),
+            "initialize" => raw(&self.initialize(params)?),
             "ping" => raw(&json!({})),
             "tools/list" => {
                 let execution =
@@ -297,7 +298,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
                 self.notification(method, params);
                 raw(&json!({}))
             }
-            other => match self.service.custom_request(other, params_value(params)) {
+            other => match self.service.custom_request(other, decode_params(params)?) {
                 Some(future) => match AssertUnwindSafe(future).catch_unwind().await {
                     Ok(result) => raw(&result?),
                     Err(_) => {
@@ -311,8 +312,8 @@ impl<S: McpService + ?Sized> McpServer<S> {
         }
     }
 
-    fn initialize(&self, params: Option<&RawValue>) -> Value {
-        let params = params_value(params);
+    fn initialize(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
+        let params = decode_params(params)?;
         let requested = params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
         let mut result = Map::new();
         result.insert("protocolVersion".into(), self.wire.protocol_version(requested).into());
@@ -321,14 +322,18 @@ impl<S: McpService + ?Sized> McpServer<S> {
         if let Some(instructions) = self.service.instructions() {
             result.insert("instructions".into(), instructions.into());
         }
-        Value::Object(result)
+        Ok(Value::Object(result))
     }
 
     fn notification(&self, method: &str, params: Option<&RawValue>) {
         match method {
             "notifications/initialized" => {}
             "notifications/cancelled" => self.cancelled(params),
-            other => self.service.notification(other, params_value(params)),
+            other => match params::decode(params) {
+                Ok(params) => self.service.notification(other, params),
+                // A notification is never answered: all that can be done is to say why in the log.
+                Err(error) => tracing::warn!(method = %jsonrpc::clip(other, 128), "notification dropped: {error}"),
+            },
         }
     }
 
@@ -338,8 +343,14 @@ impl<S: McpService + ?Sized> McpServer<S> {
         struct CancelledParams {
             request_id: Option<Box<RawValue>>,
         }
-        let request_id =
-            params.and_then(|raw| serde_json::from_str::<CancelledParams>(raw.get()).ok()).and_then(|p| p.request_id);
+        let request_id = match params.map(|raw| serde_json::from_str::<CancelledParams>(raw.get())) {
+            Some(Ok(params)) => params.request_id,
+            Some(Err(error)) => {
+                tracing::warn!("notifications/cancelled with unreadable params ignored: {error}");
+                return;
+            }
+            None => None,
+        };
         let Some(key) = request_id.as_deref().and_then(id_key_of_raw) else {
             tracing::warn!("notifications/cancelled without a usable requestId ignored");
             return;
@@ -489,10 +500,17 @@ fn raw<T: serde::Serialize + ?Sized>(result: &T) -> Result<Box<RawValue>, RpcErr
 
 type CallParts = (String, Map<String, Value>, Option<Value>);
 
+/// Decodes the `params` of a method that reads them; what cannot be decoded is `-32602` with
+/// the precise reason (`tools/call` reports the same reason as a tool error instead).
+fn decode_params(params: Option<&RawValue>) -> Result<Option<Value>, RpcError> {
+    params::decode(params).map_err(|error| RpcError::new(ErrorCode::InvalidParams, error.to_string()))
+}
+
 /// Validates `tools/call` params. Each failure is a tool error message (spec 000 reports
 /// argument problems to the model, not as JSON-RPC errors).
 fn parse_call_params(params: Option<&RawValue>) -> Result<CallParts, String> {
-    let Some(Value::Object(mut params)) = params_value(params) else {
+    let params = params::decode(params).map_err(|error: ParamsError| error.to_string())?;
+    let Some(Value::Object(mut params)) = params else {
         return Err("Invalid params: expected object".into());
     };
     let name = match params.remove("name") {

@@ -3,9 +3,16 @@
 //!
 //! - One reader, bounded lines ([`MAX_LINE_BYTES`]): an overlong line is answered with a parse
 //!   error and skipped, never buffered whole.
-//! - Requests run concurrently (tool calls can take minutes) up to [`MAX_IN_FLIGHT`]; control
-//!   messages (ping, cancellation) are handled inline by the reader so they never queue behind
-//!   tool calls.
+//! - Tool calls run concurrently (they can take minutes), at most [`MAX_IN_FLIGHT`] at once;
+//!   control messages (ping, cancellation, listing) are handled inline by the reader so they
+//!   never queue behind tool calls.
+//! - The reader never waits for a tool call. A `tools/call` that arrives with every slot taken is
+//!   answered at once with a tool error naming the limit ([`busy_text`]) instead of waiting for a
+//!   slot: a reader parked on a slot would stop reading `ping`, the `notifications/cancelled`
+//!   that could free a slot, and EOF. An immediate answer is also what an MCP client handles
+//!   best: a queued call is silent (no progress), so the client's own request timeout would end
+//!   it with a vaguer error, while "busy" lets the model cancel or retry. The HTTP transport
+//!   answers the same situation with `503 server busy`.
 //! - One writer task owns the output: responses and server notifications are whole lines, so
 //!   frames never interleave. Nothing else may write to stdout.
 //! - EOF on input ends the session: in-flight calls are cancelled (their tools stop their work)
@@ -19,17 +26,24 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, ErrorCode, RpcError};
+use crate::jsonrpc::{self, ErrorCode, Incoming, RpcError};
 use crate::server::{CANCEL_GRACE, McpServer, McpService, MessageClass, RequestContext};
-use crate::types::FrameSink;
+use crate::types::{FrameSink, ToolResult};
 
 /// Longest accepted input line. Generous for large tool arguments (file writes), bounded so a
 /// client cannot make us buffer without limit.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// Concurrent requests per session; further requests wait for a slot (the reader stops reading,
-/// which backpressures the client through the pipe).
+/// Tool calls running at once per session; one more is answered with [`busy_text`] at once.
 pub const MAX_IN_FLIGHT: usize = 32;
+
+/// The tool error a `tools/call` gets when all [`MAX_IN_FLIGHT`] slots are taken.
+pub fn busy_text() -> String {
+    format!(
+        "server busy: {MAX_IN_FLIGHT} tool calls are already running in this session (the limit); \
+         wait for one to finish or cancel one, then retry"
+    )
+}
 
 /// Frames queued for the writer. Beyond this, senders of responses wait and advisory frames
 /// (progress) are dropped.
@@ -166,12 +180,22 @@ where
                 }
             }
             MessageClass::Tool => {
-                let Ok(permit) = slots.clone().acquire_owned().await else { break SessionEnd::Shutdown };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    if let Some(frame) = busy_frame(&message) {
+                        let _ = outbound.send(frame).await;
+                    }
+                    continue;
+                };
                 let server = server.clone();
                 let outbound = outbound.clone();
                 calls.spawn(async move {
-                    let _permit = permit;
-                    if let Some(frame) = server.dispatch(message, ctx).await {
+                    // The slot is free before the answer is queued: a client that sends its next
+                    // call on reading this answer finds the slot it just saw freed.
+                    let answer = {
+                        let _slot = permit;
+                        server.dispatch(message, ctx).await
+                    };
+                    if let Some(frame) = answer {
                         let _ = outbound.send(frame).await;
                     }
                 });
@@ -190,6 +214,18 @@ where
     // The writer ends when every Outbound clone is gone; services may hold clones, so bound it.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     end
+}
+
+/// The answer to a tool call refused for lack of a slot: a tool error, so the model reads it.
+/// A `tools/call` notification has no one to tell; the refusal is logged.
+fn busy_frame(message: &Incoming) -> Option<String> {
+    match message {
+        Incoming::Request { id, .. } => Some(jsonrpc::success_frame(id, &ToolResult::error(busy_text()))),
+        _ => {
+            tracing::warn!("a tools/call notification was dropped: {}", busy_text());
+            None
+        }
+    }
 }
 
 /// One input line, or the fact that a line was too long (its bytes were discarded).

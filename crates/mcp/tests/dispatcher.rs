@@ -234,6 +234,85 @@ async fn malformed_call_params_are_tool_errors() {
     }
 }
 
+/// A `tools/call` for `echo` whose `arguments.a` holds `arrays` nested arrays: nesting level
+/// `arrays + 2` counted from `params`.
+fn nested_call(arrays: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(arrays),
+        "]".repeat(arrays)
+    )
+}
+
+#[tokio::test]
+async fn arguments_past_the_depth_limit_are_a_precise_tool_error_and_the_tool_never_runs() {
+    use clawmcp_mcp::params::MAX_DEPTH;
+    let fake = Fake::with_tools(&["echo"]);
+    let server = server(fake.clone());
+    let at_limit: Value = serde_json::from_str(&raw(&server, &nested_call(MAX_DEPTH - 2)).await.unwrap()).unwrap();
+    assert_eq!(at_limit["result"]["isError"], false, "{MAX_DEPTH} levels are accepted");
+    assert_eq!(fake.executed.load(Ordering::SeqCst), 1);
+
+    let past: Value = serde_json::from_str(&raw(&server, &nested_call(MAX_DEPTH - 1)).await.unwrap()).unwrap();
+    assert_eq!(past["result"]["isError"], true);
+    assert_eq!(
+        text_of(&past),
+        "Invalid params: params.arguments.a[0][0][0][0][0][0]… is nested deeper than 127 levels of arrays and \
+         objects (the JSON parser's limit); send a flatter structure"
+    );
+    assert_eq!(fake.executed.load(Ordering::SeqCst), 1, "the refused call never ran");
+    // Far past the limit (the envelope itself is read without recursion): the same answer.
+    let far: Value = serde_json::from_str(&raw(&server, &nested_call(100_000)).await.unwrap()).unwrap();
+    assert_eq!(text_of(&far), text_of(&past));
+}
+
+#[tokio::test]
+async fn an_out_of_range_number_in_arguments_is_a_precise_tool_error() {
+    let fake = Fake::with_tools(&["echo"]);
+    let server = server(fake.clone());
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":[1,1e400]}}}"#;
+    let response: Value = serde_json::from_str(&raw(&server, body).await.unwrap()).unwrap();
+    assert_eq!(response["result"]["isError"], true);
+    assert_eq!(
+        text_of(&response),
+        "Invalid params: the number 1e400 at params.arguments.n[1] is out of range: numbers must fit in a 64-bit \
+         float (magnitude at most 1.7976931348623157e308); send it as a string instead"
+    );
+    assert_eq!(fake.executed.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn undecodable_params_of_other_methods_are_invalid_params_errors() {
+    let server = server(Fake::with_tools(&[]));
+    for method in ["initialize", "local/echo"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{{"x":-2e999}}}}"#);
+        let response: Value = serde_json::from_str(&raw(&server, &body).await.unwrap()).unwrap();
+        assert_eq!(response["id"], 7, "{method}");
+        assert_eq!(response["error"]["code"], -32602, "{method}");
+        let message = response["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("Invalid params: the number -2e999 at params.x is out of range"), "{message}");
+    }
+    // A notification is never answered, whatever its params.
+    let note =
+        format!(r#"{{"jsonrpc":"2.0","method":"some/unknown","params":{}0{}}}"#, "[".repeat(200), "]".repeat(200));
+    assert_eq!(raw(&server, &note).await, None);
+}
+
+#[tokio::test]
+async fn a_request_without_jsonrpc_is_refused_and_a_notification_without_it_is_dropped() {
+    let fake = Fake::with_tools(&["echo"]);
+    let server = server(fake.clone());
+    let response = call(&server, json!({"id": 1, "method": "tools/call", "params": {"name": "echo"}})).await;
+    assert_eq!(response["id"], 1);
+    assert_eq!(response["error"]["code"], -32600);
+    assert_eq!(
+        response["error"]["message"],
+        r#"Invalid Request: the "jsonrpc" member is missing; every JSON-RPC 2.0 message must carry "jsonrpc": "2.0""#
+    );
+    assert_eq!(raw(&server, r#"{"method":"tools/call","params":{"name":"echo"}}"#).await, None);
+    assert_eq!(fake.executed.load(Ordering::SeqCst), 0, "neither ran the tool");
+}
+
 #[tokio::test]
 async fn null_arguments_are_accepted() {
     let server = server(Fake::with_tools(&["echo"]));

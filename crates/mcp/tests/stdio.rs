@@ -143,6 +143,60 @@ async fn eof_cancels_running_tools_and_still_answers_them() {
     assert!(matches!(s.done.await.unwrap(), SessionEnd::InputClosed));
 }
 
+/// Starts `MAX_IN_FLIGHT` calls of `wait` (ids 0..) and returns once every one holds its slot:
+/// the reader takes a call's slot before it reads the next line, so the answer to a ping sent
+/// after them proves it.
+async fn fill_every_slot(s: &mut Session) {
+    for id in 0..stdio::MAX_IN_FLIGHT {
+        s.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"wait"}}).to_string()).await;
+    }
+    s.send(r#"{"jsonrpc":"2.0","id":"filled","method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], "filled");
+}
+
+#[tokio::test]
+async fn with_every_slot_busy_the_reader_still_answers_control_refuses_calls_at_once_and_sees_eof() {
+    let mut s = start();
+    fill_every_slot(&mut s).await;
+
+    // One call past the limit: an immediate tool error that names the limit, not a wait.
+    s.send(r#"{"jsonrpc":"2.0","id":"extra","method":"tools/call","params":{"name":"quick"}}"#).await;
+    let busy = s.recv().await;
+    assert_eq!(busy["id"], "extra");
+    assert_eq!(busy["result"]["isError"], true);
+    assert_eq!(busy["result"]["content"][0]["text"], stdio::busy_text());
+    assert!(stdio::busy_text().contains("32 tool calls are already running"), "{}", stdio::busy_text());
+    // A tools/call notification past the limit has no one to answer: nothing is sent for it.
+    s.send(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"quick"}}"#).await;
+    s.send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#).await;
+    assert_eq!(s.recv().await, json!({"jsonrpc":"2.0","id":"p","result":{}}), "ping still answers, and next");
+
+    // A cancel reaches a blocked call; its slot is free as soon as its answer is out.
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#).await;
+    let cancelled = s.recv().await;
+    assert_eq!(
+        (cancelled["id"].clone(), cancelled["result"]["content"][0]["text"].clone()),
+        (json!(5), json!("cancelled"))
+    );
+    s.send(r#"{"jsonrpc":"2.0","id":"again","method":"tools/call","params":{"name":"quick"}}"#).await;
+    let again = s.recv().await;
+    assert_eq!((again["id"].clone(), again["result"]["content"][0]["text"].clone()), (json!("again"), json!("quick")));
+
+    // EOF ends the session with every slot still taken: each blocked call is stopped and answered.
+    s.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait"}}"#).await;
+    s.send(r#"{"jsonrpc":"2.0","id":"full-again","method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], "full-again");
+    s.close_input();
+    let mut answered = std::collections::BTreeSet::new();
+    for _ in 0..stdio::MAX_IN_FLIGHT {
+        let last = s.recv().await;
+        assert_eq!(last["result"]["content"][0]["text"], "request timed out", "{last}");
+        answered.insert(last["id"].as_u64().unwrap());
+    }
+    assert_eq!(answered, (0..stdio::MAX_IN_FLIGHT as u64).collect(), "every blocked call was answered");
+    assert!(matches!(s.done.await.unwrap(), SessionEnd::InputClosed));
+}
+
 #[tokio::test]
 async fn an_overlong_line_is_refused_without_ending_the_session() {
     let Session { input, mut output, done: _ } = start();
