@@ -100,7 +100,10 @@ fn reset_rotates_the_token_of_a_running_node_without_a_restart() {
     assert_eq!(probe(node.port, Some(&old)), Ok(401));
     assert_eq!(probe(node.port, Some(&new)), Ok(200));
     assert_eq!(probe(node.port, None), Ok(401));
-    node.run(&sandbox, "call", &["--list-tools", "--token", &old]).assert().code(1).stderr(contains("HTTP 401"));
+    node.run(&sandbox, "call", &["--list-tools", &format!("--token={old}")])
+        .assert()
+        .code(1)
+        .stderr(contains("HTTP 401"));
     node.run(&sandbox, "call", &["--list-tools"]).assert().success();
     assert!(node.is_running(), "the same node process serves the new token");
 }
