@@ -2,15 +2,15 @@
 //! into one ring read incrementally, an optional stdin pipe, an optional time limit, a kill that
 //! ends the whole tree, and a drop that does the same.
 //!
-//! A supervisor task owns the child. stdout and stderr share one pipe (as with `2>&1`), so the
+//! A supervisor task owns the tree. stdout and stderr share one pipe (as with `2>&1`), so the
 //! ring holds the bytes in the order the program wrote them, as a terminal would show them. The
-//! supervisor drains that pipe into the ring, waits for the leader and the pipe's end,
-//! stops the group on a time limit or a kill request, and records how the job ended. Readers
-//! never touch the child: they read the ring and wait on a watch channel that announces new
-//! bytes and the end.
+//! supervisor drains that pipe into the ring, waits for the tree's end and the pipe's, stops the
+//! tree on a time limit or a kill request, and records how the job ended. Readers never touch
+//! the tree: they read the ring and wait on a watch channel that announces new bytes and the end.
 //!
-//! Dropping a [`Job`] that is still running SIGKILLs its group at once (the server owning the
-//! jobs is exiting; nothing may outlive it) and asks the supervisor to finish the stop.
+//! Dropping a [`Job`] that is still running SIGKILLs its whole tree at once (the server owning
+//! the jobs is exiting; nothing may outlive it): the supervisor asks the reaper for it, or, if
+//! the runtime is gone too and the supervisor with it, the tree's own drop does.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
@@ -18,22 +18,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::group::{self, Ending, GroupKillGuard, Spawned};
 use crate::output::{OutputBuffer, OutputChunk, drain};
+use crate::tree::{self, Ending, Spawned, StopMode, Tree};
 use crate::{Launch, ProcessError};
 
 /// How to run a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobOptions {
-    /// Stop the whole group once this has passed since the start; `None` runs until the job
+    /// Stop the whole tree once this has passed since the start; `None` runs until the job
     /// ends or is killed.
     pub timeout: Option<Duration>,
     /// The most bytes of merged stdout and stderr kept; older bytes fall out of the ring.
@@ -46,11 +45,12 @@ pub struct JobOptions {
 /// How a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobEnding {
-    /// It exited by itself (any exit code, or a signal it did not get from us).
+    /// It exited by itself (any exit code, or a signal it did not get from us); whatever it
+    /// left running was stopped.
     Exited,
-    /// Its time limit ran out and its group was stopped.
+    /// Its time limit ran out and its tree was stopped.
     TimedOut,
-    /// [`Job::kill`] (or dropping the job) stopped its group.
+    /// [`Job::kill`] (or dropping the job) stopped its tree.
     Killed,
 }
 
@@ -59,7 +59,7 @@ pub enum JobEnding {
 pub struct JobExit {
     /// The exit code, or `128 + signal` for a signal death; -1 if the status could not be read.
     pub exit_code: i32,
-    /// The signal that ended the leader, if one did.
+    /// The signal that ended the program, if one did.
     pub signal: Option<i32>,
     pub ending: JobEnding,
     /// From spawn to the end.
@@ -84,15 +84,17 @@ pub enum StdinError {
     Io(#[from] std::io::Error),
 }
 
-/// A running (or finished) background process group.
+/// A running (or finished) background program, with everything it started.
 #[derive(Debug)]
 pub struct Job {
     pid: u32,
-    pgid: Pid,
     shared: Arc<Mutex<JobState>>,
     progress: watch::Receiver<Progress>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// [`Job::kill`]: a graceful stop.
     kill: CancellationToken,
+    /// Dropping the job: SIGKILL at once.
+    abandon: CancellationToken,
     started: Instant,
 }
 
@@ -114,31 +116,29 @@ impl Job {
     /// runtime.
     pub fn start(launch: Launch<'_>, options: JobOptions) -> Result<Job, ProcessError> {
         let stdin = if options.pipe_stdin { Stdio::piped() } else { Stdio::null() };
-        let (Spawned { child, pgid, stdin }, output) = group::spawn_merged(&launch, stdin)?;
+        // The tree's own drop stops it if a runtime shutting down drops the task unpolled.
+        let (Spawned { tree, stdin }, output) = tree::spawn_merged(&launch, stdin)?;
         let started = Instant::now();
-        // Armed before the task exists: a runtime shutting down may drop the task unpolled.
-        let guard = GroupKillGuard::new(pgid);
-        let pid = child.id().expect("a freshly spawned child has a pid");
+        let pid = tree.program_pid();
         let shared =
             Arc::new(Mutex::new(JobState { output: OutputBuffer::keeping_tail(options.output_limit), exit: None }));
         let (progress_tx, progress) = watch::channel(Progress::default());
-        let kill = CancellationToken::new();
+        let (kill, abandon) = (CancellationToken::new(), CancellationToken::new());
         let supervisor = Supervisor {
-            child,
-            pgid,
+            tree,
             output,
             shared: shared.clone(),
             progress: progress_tx,
             timeout: options.timeout,
             kill: kill.clone(),
-            guard,
+            abandon: abandon.clone(),
             started,
         };
         tokio::spawn(supervisor.run());
-        Ok(Job { pid, pgid, shared, progress, stdin: tokio::sync::Mutex::new(stdin), kill, started })
+        Ok(Job { pid, shared, progress, stdin: tokio::sync::Mutex::new(stdin), kill, abandon, started })
     }
 
-    /// The leader's pid, which is also the process group id.
+    /// The program's pid (the command's own process; its reaper is its parent).
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -167,13 +167,13 @@ impl Job {
         let _ = progress.wait_for(|p| p.finished || p.total_bytes > offset).await;
     }
 
-    /// Waits until the job has ended (and, if it was stopped, its group is gone).
+    /// Waits until the job has ended and nothing it started is alive.
     pub async fn finished(&self) {
         let mut progress = self.progress.clone();
         let _ = progress.wait_for(|p| p.finished).await;
     }
 
-    /// Stops the whole group (SIGTERM, a short grace, SIGKILL) and waits until it is gone. A
+    /// Stops the whole tree (SIGTERM, a short grace, SIGKILL) and waits until it is gone. A
     /// job that already ended is left as it is.
     pub async fn kill(&self) {
         self.kill.cancel();
@@ -200,32 +200,28 @@ impl Job {
 
 impl Drop for Job {
     fn drop(&mut self) {
-        self.kill.cancel();
-        // Signal only while the leader is unreaped (no recorded end), so the group id cannot
-        // have been recycled. The supervisor then reaps what this killed.
-        if lock(&self.shared).exit.is_none() {
-            group::signal_group(self.pgid, Signal::SIGKILL);
-        }
+        // Only the supervisor (or, without it, the tree's drop) signals the reaper: it alone
+        // knows whether the reaper is still unreaped, that is whether its pid is still its own.
+        self.abandon.cancel();
     }
 }
 
-/// The task that owns a job's child.
+/// The task that owns a job's tree.
 struct Supervisor {
-    child: Child,
-    pgid: Pid,
+    tree: Tree,
     /// stdout and stderr, on one pipe.
     output: pipe::Receiver,
     shared: Arc<Mutex<JobState>>,
     progress: watch::Sender<Progress>,
     timeout: Option<Duration>,
     kill: CancellationToken,
-    guard: GroupKillGuard,
+    abandon: CancellationToken,
     started: Instant,
 }
 
 impl Supervisor {
     async fn run(self) {
-        let Supervisor { mut child, pgid, mut output, shared, progress, timeout, kill, mut guard, started } = self;
+        let Supervisor { mut tree, mut output, shared, progress, timeout, kill, abandon, started } = self;
         let record = |chunk: &[u8]| {
             let total_bytes = {
                 let mut state = lock(&shared);
@@ -234,17 +230,23 @@ impl Supervisor {
             };
             progress.send_modify(|p| p.total_bytes = p.total_bytes.max(total_bytes));
         };
-        let (status, ending) = group::supervise(&mut child, pgid, drain(&mut output, record), timeout, &kill).await;
+        let stop = async {
+            tokio::select! {
+                biased;
+                () = abandon.cancelled() => StopMode::Now,
+                () = kill.cancelled() => StopMode::Gracefully,
+            }
+        };
+        let (status, ending) = tree::supervise(&mut tree, drain(&mut output, record), timeout, stop).await;
         let exit = job_exit(status, ending, started);
         lock(&shared).exit = Some(exit);
-        guard.disarm();
         progress.send_modify(|p| p.finished = true);
     }
 }
 
 fn job_exit(status: std::io::Result<ExitStatus>, ending: Ending, started: Instant) -> JobExit {
     let (exit_code, signal) = match status {
-        Ok(status) => (group::exit_code(status), status.signal()),
+        Ok(status) => (tree::exit_code(status), status.signal()),
         Err(error) => {
             tracing::warn!(%error, "cannot read a job's exit status");
             (-1, None)
