@@ -269,8 +269,13 @@ fn lock(shared: &Mutex<JobState>) -> MutexGuard<'_, JobState> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
-    use crate::test_support::{pid_is_dead, pids_in};
+    use crate::test_support::{
+        ESCAPEES, NON_REAPER_CHILDREN, assert_all_dead, escapees_script, pid_is_dead, pids_in, wait_for_pids,
+        wait_until_dead,
+    };
 
     const OPTIONS: JobOptions = JobOptions { timeout: None, output_limit: 64 * 1024, pipe_stdin: true };
 
@@ -332,7 +337,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn kill_ends_every_member_of_the_group() {
+    async fn kill_ends_every_process_of_the_tree() {
         let job = start("sleep 1000 & echo $!; sleep 1000 & echo $!; echo $$; wait", OPTIONS);
         let pids = pids_in(&read_words(&job, 3).await);
         assert_eq!(pids.len(), 3);
@@ -347,7 +352,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_time_limit_ends_the_group_and_says_so() {
+    async fn a_time_limit_ends_the_tree_and_says_so() {
         let job = start(
             "trap '' TERM; sleep 1000 & echo $!; echo $$; wait",
             JobOptions { timeout: Some(Duration::from_millis(300)), ..OPTIONS },
@@ -361,13 +366,121 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn dropping_a_running_job_kills_its_group() {
+    async fn dropping_a_running_job_kills_its_tree() {
         let job = start("sleep 1000 & echo $!; echo $$; wait", OPTIONS);
         let pids = pids_in(&read_words(&job, 2).await);
         drop(job);
-        // The SIGKILL was sent during drop; death itself is the kernel's, so wait for it.
+        // The stop was asked for during drop; death itself is the reaper's and the kernel's.
         for pid in pids {
-            crate::test_support::wait_until_dead(pid).await;
+            wait_until_dead(pid).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn the_pid_is_the_programs() {
+        let job = start("echo $$", OPTIONS);
+        job.finished().await;
+        assert_eq!(job.output_since(0).text.trim(), job.pid().to_string());
+    }
+
+    #[tokio::test]
+    async fn escapees_die_when_the_job_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let job = start(&escapees_script(&pid_file, "exit 3"), OPTIONS);
+        job.finished().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code), (JobEnding::Exited, 3), "the program's own exit code");
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES);
+        assert_all_dead(&pids, "once the job had finished");
+    }
+
+    #[tokio::test]
+    async fn escapees_die_when_the_job_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let job = start(&escapees_script(&pid_file, "sleep 1000"), OPTIONS);
+        let pids = wait_for_pids(&pid_file, ESCAPEES).await;
+        job.kill().await;
+        assert_eq!(job.exit().unwrap().ending, JobEnding::Killed);
+        assert_all_dead(&pids, "once the kill returned");
+    }
+
+    #[tokio::test]
+    async fn escapees_die_when_the_job_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let job = start(&escapees_script(&pid_file, "sleep 1000"), OPTIONS);
+        let pids = wait_for_pids(&pid_file, ESCAPEES).await;
+        drop(job);
+        for pid in pids {
+            wait_until_dead(pid).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_descendant_that_kills_the_reaper_ends_the_job_and_its_tree() {
+        let _only_orphans = NON_REAPER_CHILDREN.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        // A time limit only so that a broken backstop fails the test instead of hanging it.
+        let options = JobOptions { timeout: Some(Duration::from_secs(20)), ..OPTIONS };
+        let job = start(&escapees_script(&pid_file, "kill -9 $PPID; sleep 1000"), options);
+        job.finished().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code), (JobEnding::Exited, 128 + 9), "the reaper's death ended the job");
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES);
+        assert_all_dead(&pids, "once the job whose reaper was killed had finished");
+    }
+
+    /// Set in the process that [`the_tree_dies_with_its_owner`] starts as the owner: the file to
+    /// write the tree's pids to.
+    const OWNER_ROLE: &str = "CLAWMCP_PROCESS_TEST_OWNER_PID_FILE";
+
+    /// The tree the owner starts: a `setsid` escapee, a plain background child and the shell.
+    /// No stopped process: the owner's death would orphan the tree's process group, and the
+    /// kernel SIGHUPs an orphaned group that has stopped members, which would end the shell and
+    /// so the tree without the reaper noticing anything.
+    fn owned_tree(pid_file: &Path) -> String {
+        let file = pid_file.display();
+        format!(
+            "F='{file}'
+setsid sh -c 'echo $$ >> \"$0\"; exec sleep 1000' \"$F\" </dev/null >/dev/null 2>&1 &
+sleep 1000 </dev/null >/dev/null 2>&1 & echo $! >> \"$F\"
+echo $$ >> \"$F\"
+wait"
+        )
+    }
+
+    #[tokio::test]
+    async fn the_tree_dies_with_its_owner() {
+        if let Some(pid_file) = std::env::var_os(OWNER_ROLE) {
+            // The owner's role, in the process this test starts: start the tree, then wait to be
+            // SIGKILLed with no chance to clean up.
+            let _job = start(&owned_tree(Path::new(&pid_file)), OPTIONS);
+            std::future::pending::<()>().await;
+        }
+        let _not_an_orphan = NON_REAPER_CHILDREN.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let this_test =
+            format!("{}::the_tree_dies_with_its_owner", module_path!().trim_start_matches("clawmcp_process::"));
+        let mut owner = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &this_test, "--test-threads=1"])
+            .env(OWNER_ROLE, &pid_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pids = wait_for_pids(&pid_file, 3).await;
+        assert!(pids.iter().all(|&pid| !pid_is_dead(pid)), "the tree runs before its owner dies");
+        owner.kill().unwrap();
+        owner.wait().unwrap();
+        // The reaper notices (a parent-death signal) and stops the tree on its own.
+        for pid in pids {
+            wait_until_dead(pid).await;
         }
     }
 
