@@ -35,6 +35,9 @@
 //! the raw system calls (the crate's only unsafe code), `output` is the one bounded buffer, and
 //! `run` and `job` are the two ways to use them.
 
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+compile_error!("clawmcp-process needs Linux: it contains each call with PR_SET_CHILD_SUBREAPER, pidfds and /proc");
+
 mod job;
 mod output;
 mod procfs;

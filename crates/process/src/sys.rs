@@ -17,6 +17,7 @@
 use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr;
 use std::time::Duration;
 
@@ -206,6 +207,16 @@ impl PidFd {
 impl Drop for PidFd {
     fn drop(&mut self) {
         close(self.0);
+    }
+}
+
+/// A close-on-exec copy of `fd` numbered 3 or above, never a stdio number.
+pub(crate) fn duplicate_above_stdio(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on a live descriptor (the borrow keeps it open) creates a new one
+    // that nothing else owns, so the OwnedFd made of it is its only owner.
+    match unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) } {
+        -1 => Err(io::Error::last_os_error()),
+        copy => Ok(unsafe { OwnedFd::from_raw_fd(copy) }),
     }
 }
 

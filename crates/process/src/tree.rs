@@ -16,7 +16,7 @@
 
 use std::future::Future;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
@@ -110,6 +110,9 @@ fn start(command: &mut Command, program: &str) -> Result<Spawned, ProcessError> 
     let spawn_error = |source| ProcessError::Spawn { program: program.to_string(), source };
     prepare_owner().map_err(spawn_error)?;
     let (mut report, report_writer) = std::io::pipe().map_err(spawn_error)?;
+    // In an owner started with stdin, stdout or stderr closed, the pipe could get 0, 1 or 2,
+    // which std's dup2 of the child's stdio would overwrite in the reaper.
+    let report_writer = sys::duplicate_above_stdio(report_writer.as_fd()).map_err(spawn_error)?;
     sys::spawn_through_reaper(command, report_writer.as_raw_fd(), sys::getpid());
     let (mut child, registration) = {
         // A sweep must not take this reaper for an adopted orphan before it is registered.
