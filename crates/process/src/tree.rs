@@ -111,8 +111,9 @@ fn start(command: &mut Command, program: &str) -> Result<Spawned, ProcessError> 
     prepare_owner().map_err(spawn_error)?;
     let (mut report, report_writer) = std::io::pipe().map_err(spawn_error)?;
     // In an owner started with stdin, stdout or stderr closed, the pipe could get 0, 1 or 2,
-    // which std's dup2 of the child's stdio would overwrite in the reaper.
-    let report_writer = sys::duplicate_above_stdio(report_writer.as_fd()).map_err(spawn_error)?;
+    // which std's dup2 of the child's stdio would overwrite in the reaper. (The original is
+    // closed at once: the copy is the only write end the reaper may hold.)
+    let report_writer = sys::duplicate_above_stdio(OwnedFd::from(report_writer).as_fd()).map_err(spawn_error)?;
     sys::spawn_through_reaper(command, report_writer.as_raw_fd(), sys::getpid());
     let (mut child, registration) = {
         // A sweep must not take this reaper for an adopted orphan before it is registered.
@@ -152,6 +153,7 @@ fn start(command: &mut Command, program: &str) -> Result<Spawned, ProcessError> 
         report,
         final_report: [0; 4],
         final_report_len: 0,
+        reaper_reaped: false,
         reaper_status: None,
         program_status: None,
         _registration: registration,
@@ -221,7 +223,9 @@ pub(crate) struct Tree {
     report: pipe::Receiver,
     final_report: [u8; 4],
     final_report_len: usize,
-    /// Set as soon as the reaper has been reaped: from then on its pid may belong to anyone.
+    /// Set as soon as waiting for the reaper returned (even with an error): from then on its
+    /// pid may belong to anyone, and it is never signalled again.
+    reaper_reaped: bool,
     reaper_status: Option<ExitStatus>,
     /// The program's status, once nothing of the tree is left.
     program_status: Option<ExitStatus>,
@@ -243,9 +247,16 @@ impl Tree {
     /// Stops the whole tree and waits until nothing of it is left; the program's status.
     pub(crate) async fn stop(&mut self, mode: StopMode) -> io::Result<ExitStatus> {
         let mut reaper_killed = false;
-        let reaper_status = match self.reaper_status {
-            Some(status) => status,
-            None => {
+        if !self.reaper_reaped
+            && let Ok(Some(status)) = self.child.try_wait()
+        {
+            (self.reaper_reaped, self.reaper_status) = (true, Some(status));
+        }
+        let reaper_status = match (self.reaper_status, self.reaper_reaped) {
+            (Some(status), _) => status,
+            // Waiting failed before: the reaper is gone, but so is its status; say why.
+            (None, true) => self.reaper_exit().await?,
+            (None, false) => {
                 signal_reaper(self.reaper, if mode == StopMode::Now { STOP_NOW } else { STOP_GRACEFULLY });
                 // A descendant may have stopped the reaper (SIGSTOP); it must run to do its job.
                 signal_reaper(self.reaper, libc::SIGCONT);
@@ -271,7 +282,9 @@ impl Tree {
         if let Some(status) = self.reaper_status {
             return Ok(status);
         }
-        let status = self.child.wait().await?;
+        let status = self.child.wait().await;
+        self.reaper_reaped = true;
+        let status = status?;
         self.reaper_status = Some(status);
         Ok(status)
     }
@@ -312,7 +325,8 @@ impl Tree {
 
 impl Drop for Tree {
     fn drop(&mut self) {
-        if self.reaper_status.is_none() {
+        // tokio forgets the pid once it has reaped the child: a second guard on the same rule.
+        if !self.reaper_reaped && self.child.id().is_some() {
             signal_reaper(self.reaper, STOP_NOW);
             signal_reaper(self.reaper, libc::SIGCONT);
         }
