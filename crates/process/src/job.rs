@@ -2,15 +2,15 @@
 //! into one ring read incrementally, an optional stdin pipe, an optional time limit, a kill that
 //! ends the whole tree, and a drop that does the same.
 //!
-//! A supervisor task owns the child. stdout and stderr share one pipe (as with `2>&1`), so the
+//! A supervisor task owns the tree. stdout and stderr share one pipe (as with `2>&1`), so the
 //! ring holds the bytes in the order the program wrote them, as a terminal would show them. The
-//! supervisor drains that pipe into the ring, waits for the leader and the pipe's end,
-//! stops the group on a time limit or a kill request, and records how the job ended. Readers
-//! never touch the child: they read the ring and wait on a watch channel that announces new
-//! bytes and the end.
+//! supervisor drains that pipe into the ring, waits for the tree's end and the pipe's, stops the
+//! tree on a time limit or a kill request, and records how the job ended. Readers never touch
+//! the tree: they read the ring and wait on a watch channel that announces new bytes and the end.
 //!
-//! Dropping a [`Job`] that is still running SIGKILLs its group at once (the server owning the
-//! jobs is exiting; nothing may outlive it) and asks the supervisor to finish the stop.
+//! Dropping a [`Job`] that is still running SIGKILLs its whole tree at once (the server owning
+//! the jobs is exiting; nothing may outlive it): the supervisor asks the reaper for it, or, if
+//! the runtime is gone too and the supervisor with it, the tree's own drop does.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
@@ -18,22 +18,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::group::{self, Ending, GroupKillGuard, Spawned};
 use crate::output::{OutputBuffer, OutputChunk, drain};
+use crate::tree::{self, Ending, Spawned, StopMode, Tree};
 use crate::{Launch, ProcessError};
 
 /// How to run a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobOptions {
-    /// Stop the whole group once this has passed since the start; `None` runs until the job
+    /// Stop the whole tree once this has passed since the start; `None` runs until the job
     /// ends or is killed.
     pub timeout: Option<Duration>,
     /// The most bytes of merged stdout and stderr kept; older bytes fall out of the ring.
@@ -46,11 +45,12 @@ pub struct JobOptions {
 /// How a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobEnding {
-    /// It exited by itself (any exit code, or a signal it did not get from us).
+    /// It exited by itself (any exit code, or a signal it did not get from us); whatever it
+    /// left running was stopped.
     Exited,
-    /// Its time limit ran out and its group was stopped.
+    /// Its time limit ran out and its tree was stopped.
     TimedOut,
-    /// [`Job::kill`] (or dropping the job) stopped its group.
+    /// [`Job::kill`] (or dropping the job) stopped its tree.
     Killed,
 }
 
@@ -59,7 +59,7 @@ pub enum JobEnding {
 pub struct JobExit {
     /// The exit code, or `128 + signal` for a signal death; -1 if the status could not be read.
     pub exit_code: i32,
-    /// The signal that ended the leader, if one did.
+    /// The signal that ended the program, if one did.
     pub signal: Option<i32>,
     pub ending: JobEnding,
     /// From spawn to the end.
@@ -84,15 +84,17 @@ pub enum StdinError {
     Io(#[from] std::io::Error),
 }
 
-/// A running (or finished) background process group.
+/// A running (or finished) background program, with everything it started.
 #[derive(Debug)]
 pub struct Job {
     pid: u32,
-    pgid: Pid,
     shared: Arc<Mutex<JobState>>,
     progress: watch::Receiver<Progress>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// [`Job::kill`]: a graceful stop.
     kill: CancellationToken,
+    /// Dropping the job: SIGKILL at once.
+    abandon: CancellationToken,
     started: Instant,
 }
 
@@ -114,31 +116,29 @@ impl Job {
     /// runtime.
     pub fn start(launch: Launch<'_>, options: JobOptions) -> Result<Job, ProcessError> {
         let stdin = if options.pipe_stdin { Stdio::piped() } else { Stdio::null() };
-        let (Spawned { child, pgid, stdin }, output) = group::spawn_merged(&launch, stdin)?;
+        // The tree's own drop stops it if a runtime shutting down drops the task unpolled.
+        let (Spawned { tree, stdin }, output) = tree::spawn_merged(&launch, stdin)?;
         let started = Instant::now();
-        // Armed before the task exists: a runtime shutting down may drop the task unpolled.
-        let guard = GroupKillGuard::new(pgid);
-        let pid = child.id().expect("a freshly spawned child has a pid");
+        let pid = tree.program_pid();
         let shared =
             Arc::new(Mutex::new(JobState { output: OutputBuffer::keeping_tail(options.output_limit), exit: None }));
         let (progress_tx, progress) = watch::channel(Progress::default());
-        let kill = CancellationToken::new();
+        let (kill, abandon) = (CancellationToken::new(), CancellationToken::new());
         let supervisor = Supervisor {
-            child,
-            pgid,
+            tree,
             output,
             shared: shared.clone(),
             progress: progress_tx,
             timeout: options.timeout,
             kill: kill.clone(),
-            guard,
+            abandon: abandon.clone(),
             started,
         };
         tokio::spawn(supervisor.run());
-        Ok(Job { pid, pgid, shared, progress, stdin: tokio::sync::Mutex::new(stdin), kill, started })
+        Ok(Job { pid, shared, progress, stdin: tokio::sync::Mutex::new(stdin), kill, abandon, started })
     }
 
-    /// The leader's pid, which is also the process group id.
+    /// The program's pid (the command's own process; its reaper is its parent).
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -167,13 +167,13 @@ impl Job {
         let _ = progress.wait_for(|p| p.finished || p.total_bytes > offset).await;
     }
 
-    /// Waits until the job has ended (and, if it was stopped, its group is gone).
+    /// Waits until the job has ended and nothing it started is alive.
     pub async fn finished(&self) {
         let mut progress = self.progress.clone();
         let _ = progress.wait_for(|p| p.finished).await;
     }
 
-    /// Stops the whole group (SIGTERM, a short grace, SIGKILL) and waits until it is gone. A
+    /// Stops the whole tree (SIGTERM, a short grace, SIGKILL) and waits until it is gone. A
     /// job that already ended is left as it is.
     pub async fn kill(&self) {
         self.kill.cancel();
@@ -200,32 +200,28 @@ impl Job {
 
 impl Drop for Job {
     fn drop(&mut self) {
-        self.kill.cancel();
-        // Signal only while the leader is unreaped (no recorded end), so the group id cannot
-        // have been recycled. The supervisor then reaps what this killed.
-        if lock(&self.shared).exit.is_none() {
-            group::signal_group(self.pgid, Signal::SIGKILL);
-        }
+        // Only the supervisor (or, without it, the tree's drop) signals the reaper: it alone
+        // knows whether the reaper is still unreaped, that is whether its pid is still its own.
+        self.abandon.cancel();
     }
 }
 
-/// The task that owns a job's child.
+/// The task that owns a job's tree.
 struct Supervisor {
-    child: Child,
-    pgid: Pid,
+    tree: Tree,
     /// stdout and stderr, on one pipe.
     output: pipe::Receiver,
     shared: Arc<Mutex<JobState>>,
     progress: watch::Sender<Progress>,
     timeout: Option<Duration>,
     kill: CancellationToken,
-    guard: GroupKillGuard,
+    abandon: CancellationToken,
     started: Instant,
 }
 
 impl Supervisor {
     async fn run(self) {
-        let Supervisor { mut child, pgid, mut output, shared, progress, timeout, kill, mut guard, started } = self;
+        let Supervisor { mut tree, mut output, shared, progress, timeout, kill, abandon, started } = self;
         let record = |chunk: &[u8]| {
             let total_bytes = {
                 let mut state = lock(&shared);
@@ -234,17 +230,23 @@ impl Supervisor {
             };
             progress.send_modify(|p| p.total_bytes = p.total_bytes.max(total_bytes));
         };
-        let (status, ending) = group::supervise(&mut child, pgid, drain(&mut output, record), timeout, &kill).await;
+        let stop = async {
+            tokio::select! {
+                biased;
+                () = abandon.cancelled() => StopMode::Now,
+                () = kill.cancelled() => StopMode::Gracefully,
+            }
+        };
+        let (status, ending) = tree::supervise(&mut tree, drain(&mut output, record), timeout, stop).await;
         let exit = job_exit(status, ending, started);
         lock(&shared).exit = Some(exit);
-        guard.disarm();
         progress.send_modify(|p| p.finished = true);
     }
 }
 
 fn job_exit(status: std::io::Result<ExitStatus>, ending: Ending, started: Instant) -> JobExit {
     let (exit_code, signal) = match status {
-        Ok(status) => (group::exit_code(status), status.signal()),
+        Ok(status) => (tree::exit_code(status), status.signal()),
         Err(error) => {
             tracing::warn!(%error, "cannot read a job's exit status");
             (-1, None)
@@ -267,8 +269,13 @@ fn lock(shared: &Mutex<JobState>) -> MutexGuard<'_, JobState> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
-    use crate::test_support::{pid_is_dead, pids_in};
+    use crate::test_support::{
+        ESCAPEES, NON_REAPER_CHILDREN, assert_all_dead, escapees_script, pid_is_dead, pids_in, wait_for_pids,
+        wait_until_dead,
+    };
 
     const OPTIONS: JobOptions = JobOptions { timeout: None, output_limit: 64 * 1024, pipe_stdin: true };
 
@@ -330,7 +337,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn kill_ends_every_member_of_the_group() {
+    async fn kill_ends_every_process_of_the_tree() {
         let job = start("sleep 1000 & echo $!; sleep 1000 & echo $!; echo $$; wait", OPTIONS);
         let pids = pids_in(&read_words(&job, 3).await);
         assert_eq!(pids.len(), 3);
@@ -345,7 +352,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_time_limit_ends_the_group_and_says_so() {
+    async fn a_time_limit_ends_the_tree_and_says_so() {
         let job = start(
             "trap '' TERM; sleep 1000 & echo $!; echo $$; wait",
             JobOptions { timeout: Some(Duration::from_millis(300)), ..OPTIONS },
@@ -359,13 +366,121 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn dropping_a_running_job_kills_its_group() {
+    async fn dropping_a_running_job_kills_its_tree() {
         let job = start("sleep 1000 & echo $!; echo $$; wait", OPTIONS);
         let pids = pids_in(&read_words(&job, 2).await);
         drop(job);
-        // The SIGKILL was sent during drop; death itself is the kernel's, so wait for it.
+        // The stop was asked for during drop; death itself is the reaper's and the kernel's.
         for pid in pids {
-            crate::test_support::wait_until_dead(pid).await;
+            wait_until_dead(pid).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn the_pid_is_the_programs() {
+        let job = start("echo $$", OPTIONS);
+        job.finished().await;
+        assert_eq!(job.output_since(0).text.trim(), job.pid().to_string());
+    }
+
+    #[tokio::test]
+    async fn escapees_die_when_the_job_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let job = start(&escapees_script(&pid_file, "exit 3"), OPTIONS);
+        job.finished().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code), (JobEnding::Exited, 3), "the program's own exit code");
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES);
+        assert_all_dead(&pids, "once the job had finished");
+    }
+
+    #[tokio::test]
+    async fn escapees_die_when_the_job_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let job = start(&escapees_script(&pid_file, "sleep 1000"), OPTIONS);
+        let pids = wait_for_pids(&pid_file, ESCAPEES).await;
+        job.kill().await;
+        assert_eq!(job.exit().unwrap().ending, JobEnding::Killed);
+        assert_all_dead(&pids, "once the kill returned");
+    }
+
+    #[tokio::test]
+    async fn escapees_die_when_the_job_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let job = start(&escapees_script(&pid_file, "sleep 1000"), OPTIONS);
+        let pids = wait_for_pids(&pid_file, ESCAPEES).await;
+        drop(job);
+        for pid in pids {
+            wait_until_dead(pid).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_descendant_that_kills_the_reaper_ends_the_job_and_its_tree() {
+        let _only_orphans = NON_REAPER_CHILDREN.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        // A time limit only so that a broken backstop fails the test instead of hanging it.
+        let options = JobOptions { timeout: Some(Duration::from_secs(20)), ..OPTIONS };
+        let job = start(&escapees_script(&pid_file, "kill -9 $PPID; sleep 1000"), options);
+        job.finished().await;
+        let exit = job.exit().unwrap();
+        assert_eq!((exit.ending, exit.exit_code), (JobEnding::Exited, 128 + 9), "the reaper's death ended the job");
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES);
+        assert_all_dead(&pids, "once the job whose reaper was killed had finished");
+    }
+
+    /// Set in the process that [`the_tree_dies_with_its_owner`] starts as the owner: the file to
+    /// write the tree's pids to.
+    const OWNER_ROLE: &str = "CLAWMCP_PROCESS_TEST_OWNER_PID_FILE";
+
+    /// The tree the owner starts: a `setsid` escapee, a plain background child and the shell.
+    /// No stopped process: the owner's death would orphan the tree's process group, and the
+    /// kernel SIGHUPs an orphaned group that has stopped members, which would end the shell and
+    /// so the tree without the reaper noticing anything.
+    fn owned_tree(pid_file: &Path) -> String {
+        let file = pid_file.display();
+        format!(
+            "F='{file}'
+setsid sh -c 'echo $$ >> \"$0\"; exec sleep 1000' \"$F\" </dev/null >/dev/null 2>&1 &
+sleep 1000 </dev/null >/dev/null 2>&1 & echo $! >> \"$F\"
+echo $$ >> \"$F\"
+wait"
+        )
+    }
+
+    #[tokio::test]
+    async fn the_tree_dies_with_its_owner() {
+        if let Some(pid_file) = std::env::var_os(OWNER_ROLE) {
+            // The owner's role, in the process this test starts: start the tree, then wait to be
+            // SIGKILLed with no chance to clean up.
+            let _job = start(&owned_tree(Path::new(&pid_file)), OPTIONS);
+            std::future::pending::<()>().await;
+        }
+        let _not_an_orphan = NON_REAPER_CHILDREN.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let this_test =
+            format!("{}::the_tree_dies_with_its_owner", module_path!().trim_start_matches("clawmcp_process::"));
+        let mut owner = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &this_test, "--test-threads=1"])
+            .env(OWNER_ROLE, &pid_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pids = wait_for_pids(&pid_file, 3).await;
+        assert!(pids.iter().all(|&pid| !pid_is_dead(pid)), "the tree runs before its owner dies");
+        owner.kill().unwrap();
+        owner.wait().unwrap();
+        // The reaper notices (a parent-death signal) and stops the tree on its own.
+        for pid in pids {
+            wait_until_dead(pid).await;
         }
     }
 

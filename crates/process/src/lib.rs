@@ -6,16 +6,18 @@
 //! in the background, with a stdin pipe, output read incrementally, and a kill). Three things
 //! hold whatever the program does:
 //!
-//! - **Stopping stops everything.** The child leads its own process group (`process_group(0)`),
-//!   so a timeout, a cancellation or a kill signals the whole tree it spawned
-//!   (`sh -c 'a & b; wait'`), not just the shell. The group gets SIGTERM (and SIGCONT, so
-//!   stopped members can act on it), a short grace, then SIGKILL; the caller is answered only
-//!   once no member of the group is alive and the direct child is reaped, so "cancelled",
-//!   "timed out" or "killed" can be relied on. If the owner vanishes midway instead (a [`run`]
-//!   future dropped, a [`Job`] dropped, the runtime shut down), a drop guard sends SIGKILL as a
-//!   backstop. A process that deliberately leaves the group (`setsid`, a daemonising double
-//!   fork) escapes this, as it escapes any process-group based runner; containing that needs
-//!   cgroups.
+//! - **Nothing outlives its call.** Each program runs under a reaper of its own: a process
+//!   between the caller and the program that is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so
+//!   every process the program starts stays its descendant whatever it does (`setsid`, a
+//!   daemonising double fork, a parent that exits). When the call ends, however it ends (the
+//!   program exits, the time limit runs out, a cancellation, [`Job::kill`], a drop, the owner's
+//!   death), the reaper sends SIGTERM (and SIGCONT, so stopped ones can act on it) to every
+//!   descendant, waits a short grace, SIGKILLs whatever is left, and exits once it has no child
+//!   left. The caller is answered only then, so "exited", "cancelled", "timed out" or "killed"
+//!   all mean nothing of the tree is running. A command that starts a background service on
+//!   purpose (`nohup server &`) sees it stopped when the command ends: the service must be
+//!   started outside the call (a systemd unit, say). If a descendant SIGKILLs the reaper itself,
+//!   the owner, which is a subreaper too, adopts what is left and kills it (`tree`).
 //! - **Output is bounded.** [`run`] keeps the first [`MAX_CAPTURED_BYTES`] of each stream; a
 //!   [`Job`] keeps the last [`JobOptions::output_limit`] bytes of its merged output (a ring, so
 //!   a long-running job shows what it is doing now). The rest is read and discarded so the child
@@ -23,18 +25,28 @@
 //! - **Bytes are not text.** Output is decoded as UTF-8 lossily: a binary or Latin-1 tool still
 //!   gives a result, and a character is never split at a cut or between two reads.
 //!
-//! A normal exit leaves the group alone: a command may start a background service on purpose
-//! (`nohup server >log 2>&1 &`), and upstream only kills on timeout.
+//! What is not contained: a process that asks a service outside the tree to start something
+//! for it (`systemd-run --user`, `at`, a D-Bus activated service) has not started a descendant;
+//! and one that SIGKILLs both its reaper and the owner (it runs as the same user, so it can)
+//! leaves the rest to init. Containing those takes a cgroup or a PID namespace.
 //!
-//! Layout: `group` spawns and stops process groups, `output` is the one bounded buffer, `run`
-//! and `job` are the two ways to use them.
+//! Layout: `tree` is the owner's side of a call's tree (spawn, supervise, stop, backstop),
+//! `reaper` the reaper's side, `procfs` finds and signals subtrees through `/proc`, `sys` holds
+//! the raw system calls (the crate's only unsafe code), `output` is the one bounded buffer, and
+//! `run` and `job` are the two ways to use them.
 
-mod group;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+compile_error!("clawmcp-process needs Linux: it contains each call with PR_SET_CHILD_SUBREAPER, pidfds and /proc");
+
 mod job;
 mod output;
+mod procfs;
+mod reaper;
 mod run;
+mod sys;
 #[cfg(test)]
 mod test_support;
+mod tree;
 
 use std::io;
 use std::path::Path;
@@ -59,7 +71,7 @@ pub enum ProcessError {
     Spawn { program: String, source: io::Error },
     #[error("cannot wait for `{program}`: {source}")]
     Wait { program: String, source: io::Error },
-    /// The cancellation token fired; the process group has been stopped.
+    /// The cancellation token fired; the program's whole tree has been stopped.
     #[error("cancelled")]
     Cancelled,
 }

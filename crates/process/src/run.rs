@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::group::{self, Ending, GroupKillGuard, Spawned};
 use crate::output::{CapturedStream, OutputBuffer, drain};
+use crate::tree::{self, Ending, Spawned, StopMode};
 use crate::{Launch, ProcessError};
 
 /// The most bytes kept from each of stdout and stderr (1 MiB each).
@@ -26,23 +26,22 @@ pub struct ProcessOutcome {
     /// The exit code, or `128 + signal` when a signal ended the process (the shell's `$?`
     /// convention), so the field is always an integer and never looks like success.
     pub exit_code: i32,
-    /// True when the time limit ran out and the group was killed.
+    /// True when the time limit ran out and the program's tree was killed.
     pub timed_out: bool,
     /// From spawn to the end of the run.
     pub duration: Duration,
 }
 
 /// Runs `launch` with stdin at /dev/null until it exits, `timeout` passes or `cancel` fires.
-/// On a timeout or a cancellation the whole process group is gone when this returns.
+/// However it ends, nothing the program started is alive when this returns; dropping the
+/// future SIGKILLs the whole tree.
 pub async fn run(
     launch: Launch<'_>,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<ProcessOutcome, ProcessError> {
     let started = std::time::Instant::now();
-    let (Spawned { mut child, pgid, .. }, mut stdout_pipe, mut stderr_pipe) =
-        group::spawn_separate(&launch, Stdio::null())?;
-    let mut guard = GroupKillGuard::new(pgid);
+    let (Spawned { mut tree, .. }, mut stdout_pipe, mut stderr_pipe) = tree::spawn_separate(&launch, Stdio::null())?;
     let mut stdout = OutputBuffer::keeping_head(MAX_CAPTURED_BYTES);
     let mut stderr = OutputBuffer::keeping_head(MAX_CAPTURED_BYTES);
     let output = async {
@@ -51,8 +50,11 @@ pub async fn run(
             drain(&mut stderr_pipe, |chunk| stderr.push(chunk))
         );
     };
-    let (status, ending) = group::supervise(&mut child, pgid, output, Some(timeout), cancel).await;
-    guard.disarm();
+    let stop = async {
+        cancel.cancelled().await;
+        StopMode::Gracefully
+    };
+    let (status, ending) = tree::supervise(&mut tree, output, Some(timeout), stop).await;
     if ending == Ending::Stopped {
         return Err(ProcessError::Cancelled);
     }
@@ -61,7 +63,7 @@ pub async fn run(
     Ok(ProcessOutcome {
         stdout: stdout.finish(),
         stderr: stderr.finish(),
-        exit_code: group::exit_code(status),
+        exit_code: tree::exit_code(status),
         timed_out: ending == Ending::TimedOut,
         duration: started.elapsed(),
     })
@@ -69,11 +71,10 @@ pub async fn run(
 
 #[cfg(test)]
 mod tests {
-    use nix::sys::signal::Signal;
-    use nix::unistd::Pid;
-
     use super::*;
-    use crate::test_support::{pid_is_dead, pids_in};
+    use crate::test_support::{
+        ESCAPEES, NON_REAPER_CHILDREN, assert_all_dead, escapees_script, pid_is_dead, pids_in, wait_for_pids,
+    };
 
     fn argv(parts: &[&str]) -> Vec<String> {
         parts.iter().map(|s| s.to_string()).collect()
@@ -124,7 +125,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn timeout_kills_every_member_of_the_group() {
+    async fn timeout_kills_every_process_of_the_tree() {
         let script = "sleep 1000 & echo $!; sleep 1000 & echo $!; echo $$; wait";
         let outcome = run_for(&["sh", "-c", script], Duration::from_millis(300)).await;
         assert!(outcome.timed_out);
@@ -148,7 +149,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn cancellation_stops_the_group_before_returning() {
+    async fn cancellation_stops_the_tree_before_returning() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("pids");
         let script = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", pid_file.display());
@@ -172,19 +173,111 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_normal_exit_leaves_background_members_alone() {
+    async fn a_normal_exit_stops_everything_it_left_running() {
         let script = "sleep 1000 >/dev/null 2>&1 & echo $!";
         let outcome = run_for(&["sh", "-c", script], Duration::from_secs(30)).await;
+        assert_eq!((outcome.exit_code, outcome.timed_out), (0, false));
         let pid: i32 = outcome.stdout.text.trim().parse().unwrap();
-        assert!(!pid_is_dead(pid), "a finished run must not kill what it started on purpose");
-        nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+        assert!(pid_is_dead(pid), "a finished run left pid {pid} running");
     }
 
     #[tokio::test]
-    async fn spawn_failure_names_the_program() {
+    async fn escapees_die_when_the_program_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let outcome = run_for(&["sh", "-c", &escapees_script(&pid_file, "exit 3")], Duration::from_secs(30)).await;
+        assert_eq!((outcome.exit_code, outcome.timed_out), (3, false), "the program's own exit code");
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES);
+        assert_all_dead(&pids, "after the run returned");
+    }
+
+    #[tokio::test]
+    async fn escapees_die_on_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        // Long enough for every escapee to start (the script then sleeps), short enough to wait.
+        let outcome = run_for(&["sh", "-c", &escapees_script(&pid_file, "sleep 1000")], Duration::from_secs(3)).await;
+        assert!(outcome.timed_out);
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES, "every escapee started before the time limit");
+        assert_all_dead(&pids, "after the timed-out run returned");
+    }
+
+    #[tokio::test]
+    async fn escapees_die_on_cancellation() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        let argv = argv(&["sh", "-c", &escapees_script(&pid_file, "sleep 1000")]);
+        let cancel = CancellationToken::new();
+        let (result, pids) = tokio::join!(run(launch(&argv), Duration::from_secs(600), &cancel), async {
+            let pids = wait_for_pids(&pid_file, ESCAPEES).await;
+            cancel.cancel();
+            pids
+        });
+        assert!(matches!(result, Err(ProcessError::Cancelled)), "{result:?}");
+        assert_all_dead(&pids, "after the cancelled run returned");
+    }
+
+    #[tokio::test]
+    async fn a_descendant_that_kills_the_reaper_takes_nothing_out_of_the_call() {
+        let _only_orphans = NON_REAPER_CHILDREN.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pids");
+        // The shell's parent is its reaper.
+        let script = escapees_script(&pid_file, "kill -9 $PPID; sleep 1000");
+        let outcome = run_for(&["sh", "-c", &script], Duration::from_secs(20)).await;
+        assert!(!outcome.timed_out, "the call ends when the reaper dies, not at its time limit");
+        assert_eq!(outcome.exit_code, 128 + 9, "the reaper's death is all there is to report");
+        let pids = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+        assert_eq!(pids.len(), ESCAPEES);
+        assert_all_dead(&pids, "after the run whose reaper was killed returned");
+    }
+
+    #[tokio::test]
+    async fn a_descendant_that_stops_the_reaper_does_not_keep_the_call_alive() {
+        let script = "sleep 1000 >/dev/null 2>&1 & echo $!; echo $$; kill -STOP $PPID; sleep 1000";
+        let outcome = run_for(&["sh", "-c", script], Duration::from_millis(300)).await;
+        assert!(outcome.timed_out);
+        assert_eq!(outcome.exit_code, 128 + 15, "the owner woke the reaper, which stopped the shell with SIGTERM");
+        assert_all_dead(&pids_in(&outcome.stdout.text), "after the run returned");
+    }
+
+    #[tokio::test]
+    async fn a_reaper_kept_stopped_is_killed_by_the_owner_and_its_tree_swept() {
+        let _only_orphans = NON_REAPER_CHILDREN.lock().await;
+        // The shell ignores SIGTERM and stops its reaper again the moment anything wakes it, so
+        // the reaper never finishes its stop: the owner must give up on it.
+        let script = "trap '' TERM; sleep 1000 >/dev/null 2>&1 & echo $!; echo $$; while :; do kill -STOP $PPID; done";
+        let outcome = run_for(&["sh", "-c", script], Duration::from_millis(300)).await;
+        assert!(outcome.timed_out);
+        assert_eq!(outcome.exit_code, 128 + 9, "the owner SIGKILLed the reaper");
+        assert_all_dead(&pids_in(&outcome.stdout.text), "after the run returned");
+    }
+
+    #[tokio::test]
+    async fn stray_signals_do_not_end_the_reaper() {
+        let script =
+            "for signal in HUP INT QUIT USR2 PIPE ALRM TSTP TTIN TTOU; do kill -$signal $PPID; done; echo done";
+        let outcome = run_for(&["sh", "-c", script], Duration::from_secs(30)).await;
+        assert_eq!(
+            (outcome.stdout.text.as_str(), outcome.exit_code),
+            ("done\n", 0),
+            "the program's own end is reported"
+        );
+    }
+
+    #[tokio::test]
+    async fn spawn_failure_names_the_program_and_leaves_no_process() {
+        let _no_orphans = NON_REAPER_CHILDREN.lock().await;
+        let before = crate::tree::live_children_other_than_reapers();
         let argv = argv(&["/nonexistent/program"]);
         let error = run(launch(&argv), Duration::from_secs(1), &CancellationToken::new()).await.unwrap_err();
         assert!(error.to_string().contains("/nonexistent/program"), "{error}");
+        assert!(error.to_string().contains("No such file or directory"), "{error}");
+        let left: Vec<_> =
+            crate::tree::live_children_other_than_reapers().into_iter().filter(|pid| !before.contains(pid)).collect();
+        assert!(left.is_empty(), "the failed spawn left {left:?}");
     }
 
     #[tokio::test]

@@ -82,7 +82,8 @@ async fn a_program_that_cannot_start_is_named() {
 #[tokio::test]
 async fn a_timeout_kills_every_process_of_the_tree() {
     let bridge = Bridge::new();
-    let script = "sleep 1000 & echo $!; sleep 1000 & echo $!; echo $$; wait";
+    // The second sleeper escapes into a session (and process group) of its own.
+    let script = "sleep 1000 & echo $!; setsid sh -c 'echo $$; exec sleep 1000' & echo $$; wait";
     let result = bridge.call("exec", json!({"command": script, "timeout": 0.3})).await;
     let text = err_text(&result);
     assert!(text.contains("(Command timed out after 0.3 s and was killed with its whole process group)"), "{text}");
@@ -97,7 +98,8 @@ async fn a_timeout_kills_every_process_of_the_tree() {
 async fn cancellation_kills_the_tree_and_says_cancelled() {
     let bridge = Bridge::new();
     let pid_file = bridge.dir.path().join("pids");
-    let script = format!("sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", pid_file.display());
+    // The sleeper escapes into a session (and process group) of its own, then says so.
+    let script = format!("setsid sh -c 'echo $$ >> {0}; exec sleep 1000' & echo $$ >> {0}; wait", pid_file.display());
     let ctx = CallContext::detached();
     let trigger = async {
         wait_for_lines(&pid_file, 2).await;

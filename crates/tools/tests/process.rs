@@ -79,7 +79,9 @@ async fn a_job_that_does_not_read_its_stdin_fails_the_write_instead_of_hanging()
 #[tokio::test]
 async fn kill_ends_the_whole_tree() {
     let bridge = Bridge::new();
-    let (id, leader) = bridge.start(json!("sleep 1000 & echo $!; sleep 1000 & echo $!; wait")).await;
+    // The second sleeper escapes into a session (and process group) of its own, then says so.
+    let (id, leader) =
+        bridge.start(json!("sleep 1000 & echo $!; setsid sh -c 'echo $$; exec sleep 1000' & wait")).await;
     let mut pids = pids_in(&bridge.poll_until(&id, |out| pids_in(out).len() == 2).await);
     pids.push(leader);
     assert!(pids.iter().all(|&pid| !pid_is_dead(pid)), "running before the kill");

@@ -137,9 +137,13 @@ pub fn pids_in(text: &str) -> Vec<i32> {
 }
 
 /// A script that starts two background sleepers and waits for them, appending every pid of the
-/// tree (children first, then the shell, which leads the process group) to `pid_file`.
+/// tree (the two sleepers and the shell, in no set order) to `pid_file`. One sleeper escapes into
+/// a session (and process group) of its own with `setsid`, and writes its pid only once it has.
 pub fn tree_script(pid_file: &Path) -> String {
-    format!("sleep 1000 & echo $! >> {0}; sleep 1000 & echo $! >> {0}; echo $$ >> {0}; wait", pid_file.display())
+    format!(
+        "sleep 1000 & echo $! >> {0}; setsid sh -c 'echo $$ >> {0}; exec sleep 1000' & echo $$ >> {0}; wait",
+        pid_file.display()
+    )
 }
 
 /// Waits until `pid_file` lists the three pids of [`tree_script`] and returns them. The limit is
