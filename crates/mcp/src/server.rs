@@ -280,14 +280,15 @@ impl<S: McpService + ?Sized> McpServer<S> {
                 raw(&ToolsList { tools: tools.iter().map(|tool| ListedTool { tool, execution }).collect() })
             }
             "tools/call" => {
+                let name = call_name(params);
                 let result = self.tools_call(Some(id), params, ctx).await?;
-                if result.is_error || self.wire.explicit_success_flag {
-                    raw(&result)
-                } else {
-                    raw(&SuccessWithoutFlag {
-                        content: &result.content,
-                        structured_content: result.structured_content.as_ref(),
-                    })
+                let encoded = self.encode_result(&result)?;
+                match encoded.get().len() {
+                    len if len <= MAX_TOOL_RESULT_BYTES => Ok(encoded),
+                    len => {
+                        tracing::warn!(tool = %name, bytes = len, "tool result over the response limit; answered with an error");
+                        self.encode_result(&ToolResult::error(oversized_result(&name, len)))
+                    }
                 }
             }
             "resources/list" => raw(&json!({"resources": []})),
@@ -309,6 +310,18 @@ impl<S: McpService + ?Sized> McpServer<S> {
                 None if self.wire.method_not_found_names_method => Err(RpcError::method_not_found(other)),
                 None => Err(RpcError::new(ErrorCode::MethodNotFound, "Method not found")),
             },
+        }
+    }
+
+    /// A tool result as the wire style writes it.
+    fn encode_result(&self, result: &ToolResult) -> Result<Box<RawValue>, RpcError> {
+        if result.is_error || self.wire.explicit_success_flag {
+            raw(result)
+        } else {
+            raw(&SuccessWithoutFlag {
+                content: &result.content,
+                structured_content: result.structured_content.as_ref(),
+            })
         }
     }
 
@@ -491,6 +504,32 @@ struct SuccessWithoutFlag<'a> {
     content: &'a [crate::types::Content],
     #[serde(skip_serializing_if = "Option::is_none")]
     structured_content: Option<&'a Value>,
+}
+
+/// The most bytes a `tools/call` result may take once encoded, whatever the tool: a backstop
+/// behind each tool's own bounds (which cut and mark), so no tool can send a response a client
+/// or the gateway would refuse or choke on. Twice the 4 MiB request bound both transports use.
+pub const MAX_TOOL_RESULT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The error a result over [`MAX_TOOL_RESULT_BYTES`] is replaced with.
+fn oversized_result(tool: &str, bytes: usize) -> String {
+    format!(
+        "The result of {tool} was {bytes} bytes once encoded, over the {MAX_TOOL_RESULT_BYTES}-byte limit for a \
+         tool result, so it was not sent. Ask for less (a narrower pattern, a line range, output redirected to a \
+         file read in parts)."
+    )
+}
+
+/// The tool name of a `tools/call`, for logs and errors (`?` when it cannot be read).
+fn call_name(params: Option<&RawValue>) -> String {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    params
+        .and_then(|raw| serde_json::from_str::<Named<'_>>(raw.get()).ok())
+        .map_or_else(|| "?".to_owned(), |named| named.name.into_owned())
 }
 
 /// Serialises a result for embedding in its response frame.

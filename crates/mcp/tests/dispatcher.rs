@@ -63,6 +63,11 @@ impl McpService for Fake {
             match name {
                 "echo" => ToolResult::json(&Value::Object(args)),
                 "fail" => ToolResult::error("kaboom"),
+                "sized" => {
+                    // A text of exactly `bytes` characters that JSON does not escape.
+                    let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    ToolResult::text("x".repeat(bytes))
+                }
                 "panic" => panic!("secret internal detail"),
                 "wait" => {
                     self.started.notify_one();
@@ -202,6 +207,23 @@ async fn tools_call_returns_compact_json_text() {
     assert_eq!(response["result"]["isError"], false);
     assert_eq!(response["result"]["content"][0]["type"], "text");
     assert_eq!(text_of(&response), r#"{"a":[1,2]}"#);
+}
+
+/// No tool can send more than MAX_TOOL_RESULT_BYTES encoded: the result at the limit goes out
+/// whole, one byte more is replaced by an error that says what happened and what to do.
+#[tokio::test]
+async fn a_result_past_the_encoded_limit_becomes_a_clear_error() {
+    use clawmcp_mcp::server::MAX_TOOL_RESULT_BYTES;
+    let server = server(Fake::with_tools(&["sized"]));
+    let overhead = r#"{"content":[{"type":"text","text":""}],"isError":false}"#.len();
+    let at_limit = (MAX_TOOL_RESULT_BYTES - overhead) as u64;
+    let response = call(&server, tool_call(json!(1), "sized", json!({"bytes": at_limit}))).await;
+    assert_eq!(response["result"]["isError"], false);
+    assert_eq!(text_of(&response).len() as u64, at_limit);
+    let response = call(&server, tool_call(json!(2), "sized", json!({"bytes": at_limit + 1}))).await;
+    assert_eq!(response["result"]["isError"], true);
+    let message = text_of(&response);
+    assert!(message.contains("The result of sized was") && message.contains("Ask for less"), "{message}");
 }
 
 #[tokio::test]

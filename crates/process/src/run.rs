@@ -13,9 +13,10 @@ use crate::{Launch, ProcessError};
 
 /// The most bytes kept from each of stdout and stderr (1 MiB each).
 ///
-/// The result travels back as one MCP text block (and over the gateway as one frame). Two full
-/// streams, JSON-escaped, stay well under the 4 MiB bodies both transports accept, and far more
-/// than a model can use: a command that prints more should write to a file and read it in parts.
+/// Far more than a model can use: a command that prints more should write to a file and read it
+/// in parts. This bounds bytes read, not bytes sent: output full of characters JSON escapes grows
+/// up to seven-fold on the wire, so `system.run` cuts each stream again to its encoded budget
+/// (`clawmcp_mcp::wire_size`, `clawmcp_node::system::MAX_STREAM_WIRE_BYTES`).
 pub const MAX_CAPTURED_BYTES: usize = 1024 * 1024;
 
 /// How a run ended, when it was not cancelled.
