@@ -12,8 +12,10 @@
 //! newline) is byte-for-byte preserved — unlike pi, which rewrites every line ending.
 //! On any error the file is not touched; the replacement is written atomically.
 
-use std::fs;
+use std::path::Path;
 use std::time::Duration;
+
+use clawmcp_fs::{Symlinks, open_regular, read_bounded};
 
 use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
@@ -21,7 +23,7 @@ use similar::TextDiff;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Args, Param};
-use crate::atomic;
+use crate::atomic::{self, Basis};
 use crate::fs_error;
 use crate::text::format_size;
 use crate::workspace::{TargetPath, Workspace};
@@ -93,7 +95,13 @@ pub(crate) async fn run(workspace: &Workspace, args: &Map<String, Value>, ctx: &
         Err(message) => return ToolResult::error(message),
     };
     let cancel = ctx.cancel.clone();
-    crate::blocking(NAME, move || edit_file(&request, &cancel).unwrap_or_else(ToolResult::error)).await
+    let path = request.target.abs.clone();
+    crate::blocking_locked(NAME, &path, &ctx.cancel, move |real| {
+        real.map_err(|e| fs_error::describe(NAME, &request.target, &e))
+            .and_then(|real| edit_file(&request, &real, &cancel))
+            .unwrap_or_else(ToolResult::error)
+    })
+    .await
 }
 
 fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<EditRequest, String> {
@@ -116,23 +124,29 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<EditRequest
     Ok(EditRequest { target, old_text, new_text, replace_all })
 }
 
-fn edit_file(request: &EditRequest, cancel: &CancellationToken) -> Result<ToolResult, String> {
+/// Edits `real` (the target's real path, whose lock the caller holds).
+fn edit_file(request: &EditRequest, real: &Path, cancel: &CancellationToken) -> Result<ToolResult, String> {
     let target = &request.target;
     let shown = &target.given;
-    let meta = fs::metadata(&target.abs).map_err(|e| fs_error::describe("edit", target, &e))?;
-    if meta.is_dir() {
-        return Err(format!("Cannot edit {}: it is a directory, not a file.", target.describe()));
-    }
-    if meta.len() > MAX_EDIT_FILE_BYTES {
-        return Err(format!(
-            "{shown} is {}, over the {} edit limit (edit loads the whole file). Use write to replace it, or \
-             split the file.",
-            format_size(meta.len()),
+    let too_big = |what: String| {
+        format!(
+            "{shown} {what}, over the {} edit limit (edit loads the whole file). Use write to replace it, or split \
+             the file.",
             format_size(MAX_EDIT_FILE_BYTES)
-        ));
+        )
+    };
+    // Non-blocking and type-checked on the descriptor: a FIFO or a device is refused, not read.
+    let (mut file, meta) = open_regular(real, Symlinks::Refuse).map_err(|e| fs_error::describe(NAME, target, &e))?;
+    if meta.len() > MAX_EDIT_FILE_BYTES {
+        return Err(too_big(format!("is {}", format_size(meta.len()))));
     }
-    let real = atomic::follow_symlink(&target.abs).map_err(|e| fs_error::describe("edit", target, &e))?;
-    let bytes = fs::read(&real).map_err(|e| fs_error::describe("read", target, &e))?;
+    // Bounded by what is read, not by the reported size: a growing file, or a /proc file that
+    // reports 0 bytes, cannot make edit hold more than the limit.
+    let read = read_bounded(&mut file, MAX_EDIT_FILE_BYTES).map_err(|e| fs_error::describe("read", target, &e))?;
+    if read.truncated {
+        return Err(too_big(format!("yields more than that although it reports {}", format_size(meta.len()))));
+    }
+    let bytes = read.bytes;
     if let Some(at) = memchr::memchr(0, &bytes) {
         return Err(format!(
             "{shown} looks like a binary file (NUL byte at offset {at}); edit only changes text files."
@@ -183,7 +197,14 @@ fn edit_file(request: &EditRequest, cancel: &CancellationToken) -> Result<ToolRe
     if cancel.is_cancelled() {
         return Err(CANCELLED.into());
     }
-    atomic::write_atomic(&real, updated.as_bytes()).map_err(|e| fs_error::describe("write", target, &e))?;
+    atomic::replace(real, Basis::Read(&meta, content.as_bytes()), updated.as_bytes()).map_err(|e| {
+        fs_error::replace_failure(
+            NAME,
+            target,
+            &e,
+            "Read the file again and redo the edit against its current content.",
+        )
+    })?;
 
     let summary = match offsets.len() {
         1 => format!("Successfully replaced text in {shown}."),

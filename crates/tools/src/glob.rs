@@ -127,8 +127,8 @@ fn find_files(request: &GlobRequest, max_results: usize, cancel: &CancellationTo
     let mut kept = BinaryHeap::with_capacity(max_results + 1);
     let mut total = 0usize;
     let mut problems = Problems::default();
-    let mut files = walk::builder(&base.abs).build();
-    while let Some(entry) = walk::next_file(&mut files, cancel, &mut problems)? {
+    let mut files = walk::files(&base.abs, walk::Filters::default());
+    while let Some(entry) = files.next(cancel, &mut problems)? {
         let Ok(relative) = entry.path().strip_prefix(&base.abs) else { continue };
         let relative = slash_path(relative);
         if !matcher.is_match(&relative) {
