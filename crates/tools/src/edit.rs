@@ -126,23 +126,42 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<EditRequest
 
 /// Edits `real` (the target's real path, whose lock the caller holds).
 fn edit_file(request: &EditRequest, real: &Path, cancel: &CancellationToken) -> Result<ToolResult, String> {
+    let planned = plan(request, real, MAX_EDIT_FILE_BYTES)?;
+    if cancel.is_cancelled() {
+        return Err(CANCELLED.into());
+    }
+    commit(request, real, planned)
+}
+
+/// An edit worked out against the content read, not yet written.
+struct Planned {
+    /// The target's `fstat` and content when read: what the rename may replace.
+    meta: std::fs::Metadata,
+    content: String,
+    updated: String,
+    occurrences: usize,
+}
+
+/// Reads `real` (at most `max_bytes`) and computes the edit; every refusal happens here, before
+/// anything is written.
+fn plan(request: &EditRequest, real: &Path, max_bytes: u64) -> Result<Planned, String> {
     let target = &request.target;
     let shown = &target.given;
     let too_big = |what: String| {
         format!(
             "{shown} {what}, over the {} edit limit (edit loads the whole file). Use write to replace it, or split \
              the file.",
-            format_size(MAX_EDIT_FILE_BYTES)
+            format_size(max_bytes)
         )
     };
     // Non-blocking and type-checked on the descriptor: a FIFO or a device is refused, not read.
     let (mut file, meta) = open_regular(real, Symlinks::Refuse).map_err(|e| fs_error::describe(NAME, target, &e))?;
-    if meta.len() > MAX_EDIT_FILE_BYTES {
+    if meta.len() > max_bytes {
         return Err(too_big(format!("is {}", format_size(meta.len()))));
     }
     // Bounded by what is read, not by the reported size: a growing file, or a /proc file that
     // reports 0 bytes, cannot make edit hold more than the limit.
-    let read = read_bounded(&mut file, MAX_EDIT_FILE_BYTES).map_err(|e| fs_error::describe("read", target, &e))?;
+    let read = read_bounded(&mut file, max_bytes).map_err(|e| fs_error::describe("read", target, &e))?;
     if read.truncated {
         return Err(too_big(format!("yields more than that although it reports {}", format_size(meta.len()))));
     }
@@ -194,9 +213,13 @@ fn edit_file(request: &EditRequest, real: &Path, cancel: &CancellationToken) -> 
              only in line endings, which follow the file's)."
         ));
     }
-    if cancel.is_cancelled() {
-        return Err(CANCELLED.into());
-    }
+    Ok(Planned { meta, content, updated, occurrences: offsets.len() })
+}
+
+/// Writes a planned edit, unless the file no longer holds what the plan was made from.
+fn commit(request: &EditRequest, real: &Path, planned: Planned) -> Result<ToolResult, String> {
+    let (target, shown) = (&request.target, &request.target.given);
+    let Planned { meta, content, updated, occurrences } = planned;
     atomic::replace(real, Basis::Read(&meta, content.as_bytes()), updated.as_bytes()).map_err(|e| {
         fs_error::replace_failure(
             NAME,
@@ -206,7 +229,7 @@ fn edit_file(request: &EditRequest, real: &Path, cancel: &CancellationToken) -> 
         )
     })?;
 
-    let summary = match offsets.len() {
+    let summary = match occurrences {
         1 => format!("Successfully replaced text in {shown}."),
         n => format!("Successfully replaced {n} occurrences of the text in {shown}."),
     };
@@ -341,5 +364,60 @@ mod tests {
         let diff = unified_diff("f", &before, &after);
         assert_eq!(diff.lines().count(), MAX_DIFF_LINES + 1);
         assert!(diff.lines().last().unwrap().starts_with("[diff truncated: "));
+    }
+
+    #[test]
+    fn another_program_writing_between_read_and_rename_is_a_conflict_not_a_lost_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "alpha beta\n").unwrap();
+        let workspace = Workspace::new(dir.path());
+        let args = json!({"path": "a.txt", "oldText": "alpha", "newText": "ALPHA"});
+        let request = parse(&workspace, args.as_object().unwrap()).unwrap();
+        let real = atomic::real_path(&request.target.abs).unwrap();
+        let planned = plan(&request, &real, MAX_EDIT_FILE_BYTES).unwrap();
+        // Another process (an editor, a formatter) saves the file after our read.
+        std::fs::write(&path, "alpha beta gamma\n").unwrap();
+        let message = commit(&request, &real, planned).unwrap_err();
+        assert_eq!(
+            message,
+            format!(
+                "Conflict: a.txt (resolved to {}) was modified or replaced by another program while this edit was in \
+                 progress. Nothing was written, so that change is not lost. Read the file again and redo the edit \
+                 against its current content.",
+                request.target.abs.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha beta gamma\n");
+
+        // Redone against the current content, it applies.
+        let planned = plan(&request, &real, MAX_EDIT_FILE_BYTES).unwrap();
+        assert!(commit(&request, &real, planned).is_ok());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "ALPHA beta gamma\n");
+    }
+
+    /// A /proc file reports 0 bytes and yields more: the limit applies to what is read. At
+    /// exactly the limit the size checks pass (and the NUL bytes of cmdline are what refuse it);
+    /// one byte under its length, the size is the refusal.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_limit_is_on_bytes_read_not_on_the_size_reported() {
+        let cmdline = Path::new("/proc/self/cmdline");
+        let length = std::fs::read(cmdline).unwrap().len() as u64;
+        assert_eq!(std::fs::metadata(cmdline).unwrap().len(), 0);
+        let workspace = Workspace::new("/");
+        let args = json!({"path": "/proc/self/cmdline", "oldText": "a", "newText": "b"});
+        let request = parse(&workspace, args.as_object().unwrap()).unwrap();
+        let at_limit = plan(&request, cmdline, length).err().unwrap();
+        assert!(at_limit.contains("looks like a binary file"), "{at_limit}");
+        let under = plan(&request, cmdline, length - 1).err().unwrap();
+        assert_eq!(
+            under,
+            format!(
+                "/proc/self/cmdline yields more than that although it reports 0B, over the {} edit limit (edit loads \
+                 the whole file). Use write to replace it, or split the file.",
+                format_size(length - 1)
+            )
+        );
     }
 }
