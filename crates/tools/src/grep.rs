@@ -239,10 +239,14 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>, limits: &GrepLimits) 
     // As in ripgrep, -A and -B override -C for their side.
     let after = context(AFTER)?.unwrap_or(around) as usize;
     let before = context(BEFORE)?.unwrap_or(around) as usize;
+    let glob = args.string(GLOB).map_err(text)?.filter(|g| !g.trim().is_empty());
+    if let Some(glob) = &glob {
+        walk::check_glob_length("glob", glob)?;
+    }
     Ok(GrepRequest {
         pattern,
         base,
-        glob: args.string(GLOB).map_err(text)?.filter(|g| !g.trim().is_empty()),
+        glob,
         file_type: args.string(FILE_TYPE).map_err(text)?.filter(|t| !t.trim().is_empty()),
         mode,
         ignore_case: args.bool(IGNORE_CASE).map_err(text)?.unwrap_or(false),
@@ -718,6 +722,18 @@ mod tests {
         let tiny = GrepLimits { regex_size_limit: 64 * 1024, ..SMALL };
         let over = grep(&[("a", "x\n")], json!({"pattern": r"[\p{L}\p{N}]{50}"}), &tiny);
         assert!(text(&over).contains("is too big to compile: it needs more than the 64KB"), "{}", text(&over));
+    }
+
+    #[test]
+    fn the_glob_filter_is_limited_in_length() {
+        let at_limit = grep(&[("a", "x\n")], json!({"pattern": "x", "glob": "?".repeat(walk::MAX_GLOB_BYTES)}), &SMALL);
+        assert!(!at_limit.is_error, "{}", text(&at_limit));
+        let over = grep(&[("a", "x\n")], json!({"pattern": "x", "glob": "?".repeat(walk::MAX_GLOB_BYTES + 1)}), &SMALL);
+        assert!(
+            text(&over).starts_with("The glob in `glob` is 4097 bytes, over the 4096-byte limit."),
+            "{}",
+            text(&over)
+        );
     }
 
     /// Set in the child process of the memory test.

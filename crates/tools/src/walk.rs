@@ -28,6 +28,22 @@ use crate::ignore_files::IgnoreRules;
 /// Directory names pruned wherever they appear below the walk root.
 pub(crate) const ALWAYS_SKIPPED_DIRS: [&str; 5] = [".git", "node_modules", ".venv", "venv", "__pycache__"];
 
+/// The longest glob accepted from a caller (glob's `pattern`, grep's `glob`). Real ones are a
+/// few dozen bytes; globset bounds what one compiles to, this bounds the time it takes.
+pub(crate) const MAX_GLOB_BYTES: usize = 4096;
+
+/// Refuses a glob over [`MAX_GLOB_BYTES`]; `param` names the argument.
+pub(crate) fn check_glob_length(param: &str, glob: &str) -> Result<(), String> {
+    if glob.len() <= MAX_GLOB_BYTES {
+        return Ok(());
+    }
+    Err(format!(
+        "The glob in `{param}` is {} bytes, over the {MAX_GLOB_BYTES}-byte limit. Use a shorter pattern (fewer \
+         {{a,b,...}} alternatives, or several calls).",
+        glob.len()
+    ))
+}
+
 /// How many problem descriptions are quoted in the note.
 const QUOTED_PROBLEMS: usize = 3;
 
