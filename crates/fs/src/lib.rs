@@ -72,7 +72,9 @@ fn temp_file_writer(name: &str) -> Option<i32> {
     pid.parse().ok().filter(|pid| *pid > 0)
 }
 
-fn pid_is_alive(pid: i32) -> bool {
+/// Whether a process with this pid exists (signal 0; EPERM means it exists but is another
+/// user's). Used to tell a dead writer's leftover temp file from a live writer's.
+pub fn pid_is_alive(pid: i32) -> bool {
     #[cfg(unix)]
     {
         use nix::errno::Errno;

@@ -121,12 +121,34 @@ pub fn open_regular(path: &Path, symlinks: Symlinks) -> io::Result<(File, Metada
         }
         options.custom_flags(flags.bits());
     }
-    let file = options.open(path)?;
+    let file = options.open(path).map_err(|error| name_what_could_not_be_opened(path, symlinks, error))?;
     let meta = file.metadata()?;
     if let Some(kind) = FileKind::of(&meta) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, NotRegular(kind)));
     }
     Ok((file, meta))
+}
+
+/// Some special files cannot even be opened: a socket (`ENXIO`), a device without a driver
+/// (`ENXIO`, `ENODEV`). The open failed, so nothing was read; a `stat` of the name then says
+/// what it is, for an error that names it like any other refusal.
+fn name_what_could_not_be_opened(path: &Path, symlinks: Symlinks, error: io::Error) -> io::Error {
+    #[cfg(unix)]
+    {
+        use nix::errno::Errno;
+        if matches!(error.raw_os_error().map(Errno::from_raw), Some(Errno::ENXIO | Errno::ENODEV)) {
+            let meta = match symlinks {
+                Symlinks::Follow => fs::metadata(path),
+                Symlinks::Refuse => fs::symlink_metadata(path),
+            };
+            if let Some(kind) = meta.ok().as_ref().and_then(FileKind::of) {
+                return io::Error::new(io::ErrorKind::InvalidInput, NotRegular(kind));
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, symlinks);
+    error
 }
 
 /// What [`read_bounded`] read.
@@ -196,6 +218,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = open_regular(dir.path(), Symlinks::Follow).unwrap_err();
         assert_eq!(not_regular_kind(&error), Some(FileKind::Directory));
+    }
+
+    #[test]
+    fn a_socket_which_cannot_be_opened_is_named_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        for symlinks in [Symlinks::Follow, Symlinks::Refuse] {
+            let error = open_regular(&path, symlinks).unwrap_err();
+            assert_eq!(not_regular_kind(&error), Some(FileKind::Socket), "{error}");
+        }
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //! newline) is byte-for-byte preserved — unlike pi, which rewrites every line ending.
 //! On any error the file is not touched; the replacement is written atomically.
 
-use std::fs;
+use std::path::Path;
 use std::time::Duration;
+
+use clawmcp_fs::{Symlinks, open_regular, read_bounded};
 
 use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
@@ -21,7 +23,7 @@ use similar::TextDiff;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Args, Param};
-use crate::atomic;
+use crate::atomic::{self, Basis};
 use crate::fs_error;
 use crate::text::format_size;
 use crate::workspace::{TargetPath, Workspace};
@@ -93,7 +95,13 @@ pub(crate) async fn run(workspace: &Workspace, args: &Map<String, Value>, ctx: &
         Err(message) => return ToolResult::error(message),
     };
     let cancel = ctx.cancel.clone();
-    crate::blocking(NAME, move || edit_file(&request, &cancel).unwrap_or_else(ToolResult::error)).await
+    let path = request.target.abs.clone();
+    crate::blocking_locked(NAME, &path, &ctx.cancel, move |real| {
+        real.map_err(|e| fs_error::describe(NAME, &request.target, &e))
+            .and_then(|real| edit_file(&request, &real, &cancel))
+            .unwrap_or_else(ToolResult::error)
+    })
+    .await
 }
 
 fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<EditRequest, String> {
@@ -116,23 +124,48 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<EditRequest
     Ok(EditRequest { target, old_text, new_text, replace_all })
 }
 
-fn edit_file(request: &EditRequest, cancel: &CancellationToken) -> Result<ToolResult, String> {
+/// Edits `real` (the target's real path, whose lock the caller holds).
+fn edit_file(request: &EditRequest, real: &Path, cancel: &CancellationToken) -> Result<ToolResult, String> {
+    let planned = plan(request, real, MAX_EDIT_FILE_BYTES)?;
+    if cancel.is_cancelled() {
+        return Err(CANCELLED.into());
+    }
+    commit(request, real, planned)
+}
+
+/// An edit worked out against the content read, not yet written.
+struct Planned {
+    /// The target's `fstat` and content when read: what the rename may replace.
+    meta: std::fs::Metadata,
+    content: String,
+    updated: String,
+    occurrences: usize,
+}
+
+/// Reads `real` (at most `max_bytes`) and computes the edit; every refusal happens here, before
+/// anything is written.
+fn plan(request: &EditRequest, real: &Path, max_bytes: u64) -> Result<Planned, String> {
     let target = &request.target;
     let shown = &target.given;
-    let meta = fs::metadata(&target.abs).map_err(|e| fs_error::describe("edit", target, &e))?;
-    if meta.is_dir() {
-        return Err(format!("Cannot edit {}: it is a directory, not a file.", target.describe()));
+    let too_big = |what: String| {
+        format!(
+            "{shown} {what}, over the {} edit limit (edit loads the whole file). Use write to replace it, or split \
+             the file.",
+            format_size(max_bytes)
+        )
+    };
+    // Non-blocking and type-checked on the descriptor: a FIFO or a device is refused, not read.
+    let (mut file, meta) = open_regular(real, Symlinks::Refuse).map_err(|e| fs_error::describe(NAME, target, &e))?;
+    if meta.len() > max_bytes {
+        return Err(too_big(format!("is {}", format_size(meta.len()))));
     }
-    if meta.len() > MAX_EDIT_FILE_BYTES {
-        return Err(format!(
-            "{shown} is {}, over the {} edit limit (edit loads the whole file). Use write to replace it, or \
-             split the file.",
-            format_size(meta.len()),
-            format_size(MAX_EDIT_FILE_BYTES)
-        ));
+    // Bounded by what is read, not by the reported size: a growing file, or a /proc file that
+    // reports 0 bytes, cannot make edit hold more than the limit.
+    let read = read_bounded(&mut file, max_bytes).map_err(|e| fs_error::describe("read", target, &e))?;
+    if read.truncated {
+        return Err(too_big(format!("yields more than that although it reports {}", format_size(meta.len()))));
     }
-    let real = atomic::follow_symlink(&target.abs).map_err(|e| fs_error::describe("edit", target, &e))?;
-    let bytes = fs::read(&real).map_err(|e| fs_error::describe("read", target, &e))?;
+    let bytes = read.bytes;
     if let Some(at) = memchr::memchr(0, &bytes) {
         return Err(format!(
             "{shown} looks like a binary file (NUL byte at offset {at}); edit only changes text files."
@@ -180,12 +213,23 @@ fn edit_file(request: &EditRequest, cancel: &CancellationToken) -> Result<ToolRe
              only in line endings, which follow the file's)."
         ));
     }
-    if cancel.is_cancelled() {
-        return Err(CANCELLED.into());
-    }
-    atomic::write_atomic(&real, updated.as_bytes()).map_err(|e| fs_error::describe("write", target, &e))?;
+    Ok(Planned { meta, content, updated, occurrences: offsets.len() })
+}
 
-    let summary = match offsets.len() {
+/// Writes a planned edit, unless the file no longer holds what the plan was made from.
+fn commit(request: &EditRequest, real: &Path, planned: Planned) -> Result<ToolResult, String> {
+    let (target, shown) = (&request.target, &request.target.given);
+    let Planned { meta, content, updated, occurrences } = planned;
+    atomic::replace(real, Basis::Read(&meta, content.as_bytes()), updated.as_bytes()).map_err(|e| {
+        fs_error::replace_failure(
+            NAME,
+            target,
+            &e,
+            "Read the file again and redo the edit against its current content.",
+        )
+    })?;
+
+    let summary = match occurrences {
         1 => format!("Successfully replaced text in {shown}."),
         n => format!("Successfully replaced {n} occurrences of the text in {shown}."),
     };
@@ -320,5 +364,60 @@ mod tests {
         let diff = unified_diff("f", &before, &after);
         assert_eq!(diff.lines().count(), MAX_DIFF_LINES + 1);
         assert!(diff.lines().last().unwrap().starts_with("[diff truncated: "));
+    }
+
+    #[test]
+    fn another_program_writing_between_read_and_rename_is_a_conflict_not_a_lost_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "alpha beta\n").unwrap();
+        let workspace = Workspace::new(dir.path());
+        let args = json!({"path": "a.txt", "oldText": "alpha", "newText": "ALPHA"});
+        let request = parse(&workspace, args.as_object().unwrap()).unwrap();
+        let real = atomic::real_path(&request.target.abs).unwrap();
+        let planned = plan(&request, &real, MAX_EDIT_FILE_BYTES).unwrap();
+        // Another process (an editor, a formatter) saves the file after our read.
+        std::fs::write(&path, "alpha beta gamma\n").unwrap();
+        let message = commit(&request, &real, planned).unwrap_err();
+        assert_eq!(
+            message,
+            format!(
+                "Conflict: a.txt (resolved to {}) was modified or replaced by another program while this edit was in \
+                 progress. Nothing was written, so that change is not lost. Read the file again and redo the edit \
+                 against its current content.",
+                request.target.abs.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha beta gamma\n");
+
+        // Redone against the current content, it applies.
+        let planned = plan(&request, &real, MAX_EDIT_FILE_BYTES).unwrap();
+        assert!(commit(&request, &real, planned).is_ok());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "ALPHA beta gamma\n");
+    }
+
+    /// A /proc file reports 0 bytes and yields more: the limit applies to what is read. At
+    /// exactly the limit the size checks pass (and the NUL bytes of cmdline are what refuse it);
+    /// one byte under its length, the size is the refusal.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_limit_is_on_bytes_read_not_on_the_size_reported() {
+        let cmdline = Path::new("/proc/self/cmdline");
+        let length = std::fs::read(cmdline).unwrap().len() as u64;
+        assert_eq!(std::fs::metadata(cmdline).unwrap().len(), 0);
+        let workspace = Workspace::new("/");
+        let args = json!({"path": "/proc/self/cmdline", "oldText": "a", "newText": "b"});
+        let request = parse(&workspace, args.as_object().unwrap()).unwrap();
+        let at_limit = plan(&request, cmdline, length).err().unwrap();
+        assert!(at_limit.contains("looks like a binary file"), "{at_limit}");
+        let under = plan(&request, cmdline, length - 1).err().unwrap();
+        assert_eq!(
+            under,
+            format!(
+                "/proc/self/cmdline yields more than that although it reports 0B, over the {} edit limit (edit loads \
+                 the whole file). Use write to replace it, or split the file.",
+                format_size(length - 1)
+            )
+        );
     }
 }

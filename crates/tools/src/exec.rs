@@ -148,9 +148,12 @@ pub(crate) async fn run(
     args: &Map<String, Value>,
     ctx: &CallContext,
 ) -> ToolResult {
-    let request = match parse(workspace, args) {
-        Ok(request) => request,
-        Err(message) => return ToolResult::error(message),
+    // Parsing checks the working directory (a stat), which is file I/O: off the async threads.
+    let (parse_workspace, parse_args) = (workspace.clone(), args.clone());
+    let request = match crate::run_blocking(NAME, move || parse(&parse_workspace, &parse_args)).await {
+        Ok(Ok(request)) => request,
+        Ok(Err(message)) => return ToolResult::error(message),
+        Err(panicked) => return panicked,
     };
     if ctx.cancel.is_cancelled() {
         return ToolResult::error(CANCELLED);

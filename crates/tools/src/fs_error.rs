@@ -6,11 +6,17 @@
 
 use std::io;
 
+use clawmcp_fs::{FileKind, not_regular_kind};
+
+use crate::atomic::ReplaceError;
 use crate::workspace::TargetPath;
 
 /// `action` is a verb phrase: "read", "write", "create the parent directories of".
 pub(crate) fn describe(action: &str, target: &TargetPath, err: &io::Error) -> String {
     let path = target.describe();
+    if let Some(kind) = not_regular_kind(err) {
+        return not_regular(action, target, kind);
+    }
     match err.kind() {
         io::ErrorKind::NotFound => format!("File not found: {path}. {}", target.lookup_hint()),
         io::ErrorKind::PermissionDenied => format!(
@@ -30,6 +36,50 @@ pub(crate) fn describe(action: &str, target: &TargetPath, err: &io::Error) -> St
             format!("Cannot {action} {path}: no space left (disk full or quota exceeded). Free space and retry.")
         }
         _ => format!("Cannot {action} {path}: {err}"),
+    }
+}
+
+/// Why a FIFO, device, socket or directory is refused, and what to pass instead. The tools
+/// only ever read or replace regular files: anything else could block forever, never end, or
+/// be destroyed by a replacement.
+pub(crate) fn not_regular(action: &str, target: &TargetPath, kind: FileKind) -> String {
+    let path = target.describe();
+    let why = match kind {
+        FileKind::Directory => {
+            return format!(
+                "Cannot {action} {path}: it is a directory. Pass a file path (use glob to list a directory)."
+            );
+        }
+        FileKind::Fifo => {
+            "reading a FIFO waits for a writer that may never come, and replacing it would cut off the \
+                           programs that use it"
+        }
+        FileKind::CharDevice | FileKind::BlockDevice => {
+            "a device can yield data without end (like /dev/zero), and replacing its node would destroy it"
+        }
+        FileKind::Socket => {
+            "a socket has no content to read, and replacing it would cut off the server listening on it"
+        }
+        FileKind::Symlink | FileKind::Other => "only regular files can be read or replaced safely",
+    };
+    format!(
+        "Cannot {action} {path}: it is {kind}, not a regular file, and was left untouched ({why}). Pass the path of a \
+         regular file."
+    )
+}
+
+/// Why [`crate::atomic::replace`] wrote nothing. `tool` names the call ("edit") and `advice` is
+/// what to do about a conflict.
+pub(crate) fn replace_failure(tool: &str, target: &TargetPath, error: &ReplaceError, advice: &str) -> String {
+    match error {
+        ReplaceError::Io(e) => describe("write", target, e),
+        ReplaceError::NotRegular(kind) => not_regular(tool, target, *kind),
+        ReplaceError::Conflict(change) => format!(
+            "Conflict: {} {} by another program while this {tool} was in progress. Nothing was written, so that \
+             change is not lost. {advice}",
+            target.describe(),
+            change.describe()
+        ),
     }
 }
 
@@ -60,6 +110,9 @@ mod tests {
             let message = describe("read", &target(), &io::Error::from(kind));
             assert!(message.contains(expected), "{kind:?}: {message}");
         }
+        let fifo = io::Error::new(io::ErrorKind::InvalidInput, clawmcp_fs::NotRegular(FileKind::Fifo));
+        let message = describe("edit", &target(), &fifo);
+        assert!(message.starts_with("Cannot edit a.txt (resolved to /ws/a.txt): it is a FIFO (named pipe), not a regular file, and was left untouched (reading a FIFO waits"), "{message}");
         let other = describe("read", &target(), &io::Error::other("boom"));
         assert_eq!(other, "Cannot read a.txt (resolved to /ws/a.txt): boom");
     }

@@ -19,7 +19,7 @@ use std::io;
 use std::time::SystemTime;
 
 use clawmcp_mcp::{CallContext, Tool, ToolAnnotations, ToolResult};
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSetBuilder};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -86,6 +86,7 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>) -> Result<GlobRequest
     };
     let pattern = pattern.trim();
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern).to_string();
+    walk::check_glob_length("pattern", &pattern)?;
     if pattern.starts_with('/') {
         return Err(format!(
             "The glob pattern {pattern:?} is absolute, but patterns match paths relative to `path`. Put the \
@@ -117,18 +118,20 @@ fn find_files(request: &GlobRequest, max_results: usize, cancel: &CancellationTo
         }
         Err(e) => return Err(fs_error::describe("search", base, &e)),
     }
+    // Through a GlobSet: its build reports a glob too big to compile as an error, where
+    // `Glob::compile_matcher` would panic.
     let matcher = GlobBuilder::new(&request.pattern)
         .literal_separator(true)
         .build()
-        .map_err(|e| format!("Invalid glob pattern: {e}"))?
-        .compile_matcher();
+        .and_then(|glob| GlobSetBuilder::new().add(glob).build())
+        .map_err(|e| format!("Invalid glob pattern: {e}"))?;
 
     // A max-heap on the output order keeps the `max_results` best; its top is the worst kept.
     let mut kept = BinaryHeap::with_capacity(max_results + 1);
     let mut total = 0usize;
     let mut problems = Problems::default();
-    let mut files = walk::builder(&base.abs).build();
-    while let Some(entry) = walk::next_file(&mut files, cancel, &mut problems)? {
+    let mut files = walk::files(&base.abs, walk::Filters::default());
+    while let Some(entry) = files.next(cancel, &mut problems)? {
         let Ok(relative) = entry.path().strip_prefix(&base.abs) else { continue };
         let relative = slash_path(relative);
         if !matcher.is_match(&relative) {
@@ -195,6 +198,25 @@ mod tests {
             "f4.txt\nf3.txt\n\n[Showing the 2 most recently modified of 5 matching files. Narrow the pattern or \
              path to see the rest.]"
         );
+    }
+
+    #[test]
+    fn globs_are_limited_in_length_and_one_too_big_to_compile_is_an_error() {
+        let workspace = Workspace::new("/ws");
+        let at_limit = "?".repeat(walk::MAX_GLOB_BYTES);
+        assert!(parse(&workspace, json!({"pattern": at_limit}).as_object().unwrap()).is_ok());
+        let over = "?".repeat(walk::MAX_GLOB_BYTES + 1);
+        let err = parse(&workspace, json!({"pattern": over}).as_object().unwrap()).err().unwrap();
+        assert_eq!(
+            err,
+            "The glob in `pattern` is 4097 bytes, over the 4096-byte limit. Use a shorter pattern (fewer {a,b,...} \
+             alternatives, or several calls)."
+        );
+        // What used to reach `Glob::compile_matcher` and panic there ("regex compilation
+        // shouldn't fail") is refused by its length before anything is compiled.
+        let star_storm = "*".repeat(100_000);
+        let err = parse(&workspace, json!({"pattern": star_storm}).as_object().unwrap()).err().unwrap();
+        assert!(err.starts_with("The glob in `pattern` is 100000 bytes"), "{err}");
     }
 
     #[test]

@@ -20,13 +20,15 @@
 use std::fs;
 use std::io;
 
-use clawmcp_mcp::{CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_fs::{Symlinks, not_regular_kind, open_regular};
+use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
 use grep_matcher::LineTerminator;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Args, Param};
@@ -66,6 +68,13 @@ pub(crate) struct GrepLimits {
     /// Memory one file's search may use: its longest line, or the whole file in multiline
     /// mode. A file over it is reported as not searched.
     pub heap_limit: usize,
+    /// Bytes the compiled regex (its NFA, each direction) may take; a bigger one is refused
+    /// with an error. Without it a 20-character pattern such as `[\p{L}\p{N}]{5000}` compiles
+    /// for seconds into ~170 MB.
+    pub regex_size_limit: usize,
+    /// Bytes of the lazy DFA's cache (each direction); past it the search falls back to
+    /// slower engines instead of growing.
+    pub regex_dfa_size_limit: usize,
 }
 
 impl GrepLimits {
@@ -76,8 +85,26 @@ impl GrepLimits {
         max_line_bytes: 500,
         max_context: 100,
         heap_limit: 16 * 1024 * 1024,
+        regex_size_limit: 8 * 1024 * 1024,
+        regex_dfa_size_limit: 8 * 1024 * 1024,
     };
+
+    /// What one search can hold at most, roughly: the line (or multiline file) buffer, the
+    /// regex in both directions with its DFA caches, and 16 MiB for the one-pass DFA, the
+    /// literal prefilter and the rest grep-regex builds (its own fixed limits: 10 MiB and 1 MiB).
+    #[cfg(test)]
+    pub(crate) const fn memory_bound(&self) -> usize {
+        self.heap_limit + 2 * (self.regex_size_limit + self.regex_dfa_size_limit) + 16 * 1024 * 1024
+    }
 }
+
+/// Searches that run at once, process-wide; more wait (cancellably) for a slot. With the MCP
+/// in-flight cap alone (32) the regex and buffer limits above would still allow 32 times
+/// [`GrepLimits::memory_bound`]; this keeps grep's memory at 4 times it, and on the small
+/// machines clawmcp runs on more parallel searches would only share the same cores and disk.
+pub(crate) const MAX_CONCURRENT_SEARCHES: usize = 4;
+
+static SEARCH_SLOTS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_SEARCHES);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum OutputMode {
@@ -180,10 +207,17 @@ pub(crate) async fn run(workspace: &Workspace, args: &Map<String, Value>, ctx: &
         Ok(request) => request,
         Err(message) => return ToolResult::error(message),
     };
+    let slot = tokio::select! {
+        slot = SEARCH_SLOTS.acquire() => slot.expect("the search slots are never closed"),
+        () = ctx.cancel.cancelled() => return ToolResult::error(CANCELLED),
+    };
     let workspace = workspace.clone();
     let cancel = ctx.cancel.clone();
-    crate::blocking(NAME, move || search(&request, &workspace, &limits, &cancel).unwrap_or_else(ToolResult::error))
-        .await
+    crate::blocking(NAME, move || {
+        let _slot = slot;
+        search(&request, &workspace, &limits, &cancel).unwrap_or_else(ToolResult::error)
+    })
+    .await
 }
 
 fn parse(workspace: &Workspace, args: &Map<String, Value>, limits: &GrepLimits) -> Result<GrepRequest, String> {
@@ -205,10 +239,14 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>, limits: &GrepLimits) 
     // As in ripgrep, -A and -B override -C for their side.
     let after = context(AFTER)?.unwrap_or(around) as usize;
     let before = context(BEFORE)?.unwrap_or(around) as usize;
+    let glob = args.string(GLOB).map_err(text)?.filter(|g| !g.trim().is_empty());
+    if let Some(glob) = &glob {
+        walk::check_glob_length("glob", glob)?;
+    }
     Ok(GrepRequest {
         pattern,
         base,
-        glob: args.string(GLOB).map_err(text)?.filter(|g| !g.trim().is_empty()),
+        glob,
         file_type: args.string(FILE_TYPE).map_err(text)?.filter(|t| !t.trim().is_empty()),
         mode,
         ignore_case: args.bool(IGNORE_CASE).map_err(text)?.unwrap_or(false),
@@ -223,20 +261,42 @@ fn parse(workspace: &Workspace, args: &Map<String, Value>, limits: &GrepLimits) 
     })
 }
 
-fn build_matcher(request: &GrepRequest) -> Result<RegexMatcher, String> {
+fn build_matcher(request: &GrepRequest, limits: &GrepLimits) -> Result<RegexMatcher, String> {
     let mut builder = RegexMatcherBuilder::new();
     // CRLF mode makes `$` match before "\r\n", so Windows files search like Unix ones.
-    builder.case_insensitive(request.ignore_case).crlf(true).ban_byte(Some(0));
+    builder
+        .case_insensitive(request.ignore_case)
+        .crlf(true)
+        .ban_byte(Some(0))
+        .size_limit(limits.regex_size_limit)
+        .dfa_size_limit(limits.regex_dfa_size_limit);
     if request.multiline {
         builder.line_terminator(None).multi_line(true).dot_matches_new_line(true);
     }
     builder.build(&request.pattern).map_err(|e| {
+        if is_size_limit_error(&e) {
+            return format!(
+                "The regex {:?} is too big to compile: it needs more than the {} grep allows one pattern, so \
+                 that no search can exhaust memory. Large counted repetitions are the usual cause, above all of \
+                 Unicode classes (\\w, \\p{{L}}, [^...]), which expand to many states: use a smaller count (or \
+                 + / *), an ASCII class such as [A-Za-z0-9_] or (?-u:\\w), or search for a literal part of the \
+                 text.",
+                request.pattern,
+                format_size(limits.regex_size_limit as u64)
+            );
+        }
         let hint = match e.kind() {
             grep_regex::ErrorKind::NotAllowed(_) => " Set multiline to true to match across lines.",
             _ => " Fix the pattern (Rust regex syntax; escape literal ( ) [ ] { } . * + ? | \\ ^ $ with \\).",
         };
         format!("Invalid regex {:?}: {e}{hint}", request.pattern)
     })
+}
+
+/// grep-regex reports an exceeded size limit only as text (`ErrorKind::Regex`); a unit test
+/// pins the wording, so an upgrade that changes it fails loudly instead of losing the hint.
+fn is_size_limit_error(error: &grep_regex::Error) -> bool {
+    matches!(error.kind(), grep_regex::ErrorKind::Regex(message) if message.contains("exceeds size limit"))
 }
 
 fn build_searcher(request: &GrepRequest, limits: &GrepLimits) -> Searcher {
@@ -266,44 +326,76 @@ fn search(
         }
         Err(e) => return Err(fs_error::describe("search", base, &e)),
     };
-    let matcher = build_matcher(request)?;
+    // A path named directly is opened (non-blocking, type-checked) before anything else, so a
+    // FIFO or a device is refused at once instead of read.
+    let single_file = match base_is_dir {
+        true => None,
+        false => Some(open_regular(&base.abs, Symlinks::Follow).map_err(|e| fs_error::describe("search", base, &e))?),
+    };
+    let matcher = build_matcher(request, limits)?;
     let mut searcher = build_searcher(request, limits);
-    let mut walker = walk::builder(&base.abs);
-    if let Some(glob) = &request.glob {
-        let root = if base_is_dir { base.abs.as_path() } else { base.abs.parent().unwrap_or(&base.abs) };
-        let overrides = OverrideBuilder::new(root)
-            .add(glob)
-            .and_then(|builder| builder.build())
-            .map_err(|e| format!("Invalid glob filter {glob:?}: {e}"))?;
-        walker.overrides(overrides);
-    }
-    if let Some(name) = &request.file_type {
-        let types = TypesBuilder::new().add_defaults().select(name).build().map_err(|e| {
-            format!("Invalid file type {name:?}: {e}. Use a ripgrep type name (rust, py, js, ts, go, java, c, cpp, md, json, ...) or a glob.")
-        })?;
-        walker.types(types);
-    }
-
     let mut output = Output::new(request, limits);
     let mut problems = Problems::default();
     let mut binary_files = 0usize;
-    let mut files = walker.build();
-    while let Some(entry) = walk::next_file(&mut files, cancel, &mut problems)? {
-        let shown = workspace.display(entry.path());
+    let mut search_one = |shown: String, file: &fs::File, output: &mut Output, problems: &mut Problems| {
         let mut sink = FileSink::new(request.mode, output.entries_wanted(), limits.max_line_bytes);
-        if let Err(err) = searcher.search_path(&matcher, entry.path(), &mut sink) {
+        if let Err(err) = searcher.search_file(&matcher, file, &mut sink) {
             problems.record(format!("{shown}: {err}"));
-            continue;
+            return true;
         }
         if sink.binary {
             binary_files += 1;
-            continue;
+            return true;
         }
-        if !output.add_file(&shown, sink) {
-            break;
+        output.add_file(&shown, sink)
+    };
+    if let Some((file, _)) = single_file {
+        // As with ripgrep, `glob` and `type` filter what a directory walk finds, not a file
+        // named directly.
+        search_one(workspace.display(&base.abs), &file, &mut output, &mut problems);
+    } else {
+        let mut files = walk::files(&base.abs, filters(request)?);
+        while let Some(entry) = files.next(cancel, &mut problems)? {
+            let shown = workspace.display(entry.path());
+            // The walk saw a regular file, but the name may have been swapped since: open it
+            // non-blocking and check the descriptor, never a FIFO or a device.
+            let file = match open_regular(entry.path(), Symlinks::Refuse) {
+                Ok((file, _)) => file,
+                Err(err) => {
+                    let what = match not_regular_kind(&err) {
+                        Some(kind) => format!("it is {kind}, not a regular file; not searched"),
+                        None => err.to_string(),
+                    };
+                    problems.record(format!("{shown}: {what}"));
+                    continue;
+                }
+            };
+            if !search_one(shown, &file, &mut output, &mut problems) {
+                break;
+            }
         }
     }
     Ok(ToolResult::text(output.finish(request, &problems, binary_files)))
+}
+
+/// The walk's `glob` and `type` filters.
+fn filters(request: &GrepRequest) -> Result<walk::Filters, String> {
+    let overrides = match &request.glob {
+        None => None,
+        Some(glob) => Some(
+            OverrideBuilder::new(&request.base.abs)
+                .add(glob)
+                .and_then(|builder| builder.build())
+                .map_err(|e| format!("Invalid glob filter {glob:?}: {e}"))?,
+        ),
+    };
+    let types = match &request.file_type {
+        None => None,
+        Some(name) => Some(TypesBuilder::new().add_defaults().select(name).build().map_err(|e| {
+            format!("Invalid file type {name:?}: {e}. Use a ripgrep type name (rust, py, js, ts, go, java, c, cpp, md, json, ...) or a glob.")
+        })?),
+    };
+    Ok(walk::Filters { overrides, types })
 }
 
 /// One output line of one file, before the path is prefixed.
@@ -515,6 +607,8 @@ mod tests {
         max_line_bytes: 10,
         max_context: 2,
         heap_limit: 1 << 20,
+        regex_size_limit: 8 << 20,
+        regex_dfa_size_limit: 8 << 20,
     };
 
     fn grep(files: &[(&str, &str)], args: Value, limits: &GrepLimits) -> ToolResult {
@@ -608,5 +702,139 @@ mod tests {
         let text = text(&result);
         assert!(text.starts_with("small:1:needle"), "{text}");
         assert!(text.contains("[Note: 1 path(s) could not be read: big: "), "{text}");
+    }
+
+    #[test]
+    fn a_pattern_over_the_size_limit_gets_the_size_error_and_a_fix() {
+        let hostile = json!({"pattern": r"[\p{L}\p{N}]{5000}"});
+        let result = grep(&[("a", "text\n")], hostile, &GrepLimits::DEFAULT);
+        assert!(result.is_error);
+        assert!(
+            text(&result).starts_with(
+                r#"The regex "[\\p{L}\\p{N}]{5000}" is too big to compile: it needs more than the 8MB grep allows"#
+            ),
+            "{}",
+            text(&result)
+        );
+        // The same pattern class just under the limit compiles and searches.
+        let fits = grep(&[("a", &format!("{}\n", "é".repeat(50)))], json!({"pattern": r"[\p{L}\p{N}]{50}"}), &SMALL);
+        assert!(text(&fits).starts_with("a:1:"), "{}", text(&fits));
+        let tiny = GrepLimits { regex_size_limit: 64 * 1024, ..SMALL };
+        let over = grep(&[("a", "x\n")], json!({"pattern": r"[\p{L}\p{N}]{50}"}), &tiny);
+        assert!(text(&over).contains("is too big to compile: it needs more than the 64KB"), "{}", text(&over));
+    }
+
+    #[test]
+    fn the_glob_filter_is_limited_in_length() {
+        let at_limit = grep(&[("a", "x\n")], json!({"pattern": "x", "glob": "?".repeat(walk::MAX_GLOB_BYTES)}), &SMALL);
+        assert!(!at_limit.is_error, "{}", text(&at_limit));
+        let over = grep(&[("a", "x\n")], json!({"pattern": "x", "glob": "?".repeat(walk::MAX_GLOB_BYTES + 1)}), &SMALL);
+        assert!(
+            text(&over).starts_with("The glob in `glob` is 4097 bytes, over the 4096-byte limit."),
+            "{}",
+            text(&over)
+        );
+    }
+
+    /// Set in the child process of the memory test.
+    const GREP_LOAD_CHILD: &str = "CLAWMCP_TEST_GREP_LOAD_CHILD";
+    /// Prefixes the child's protocol lines (libtest writes to the same stdout).
+    const CHILD_SAYS: &str = "grep-load-child:";
+    const HOSTILE_PATTERN: &str = r"[\p{L}\p{N}]{5000}";
+    const HOSTILE_GREPS: usize = 8;
+
+    /// What the child does: one ordinary grep (so lazily built tables and threads are part of
+    /// the baseline), then on "load" the hostile greps all at once, through the real `run`.
+    fn grep_load_child() {
+        use futures_util::future::join_all;
+        use std::io::{BufRead, Write};
+
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.txt"), "some text in a file\n").unwrap();
+        let workspace = Workspace::new(dir.path());
+        let call = |pattern: &str| {
+            let args = json!({"pattern": pattern}).as_object().cloned().unwrap();
+            let workspace = workspace.clone();
+            async move { run(&workspace, &args, &CallContext::detached()).await }
+        };
+        let warm = runtime.block_on(call("text"));
+        assert!(!warm.is_error, "{warm:?}");
+        // The protocol goes to stdout (piped to the parent), not through the test harness.
+        let say = |what: String| writeln!(io::stdout().lock(), "{CHILD_SAYS} {what}").unwrap();
+        say("ready".into());
+        for line in io::stdin().lock().lines() {
+            match line.unwrap().as_str() {
+                "load" => {
+                    let results = runtime.block_on(join_all((0..HOSTILE_GREPS).map(|_| call(HOSTILE_PATTERN))));
+                    let refused = results
+                        .iter()
+                        .filter(|r| r.is_error && r.first_text().is_some_and(|t| t.contains("is too big to compile")))
+                        .count();
+                    say(format!("refused {refused}"));
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// A field of /proc/<pid>/status in bytes (VmRSS: resident now; VmHWM: the peak).
+    #[cfg(target_os = "linux")]
+    fn status_bytes(pid: u32, field: &str) -> usize {
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find_map(|l| l.strip_prefix(field)).unwrap_or_else(|| panic!("no {field}"));
+        let kib: usize = line.trim_start_matches(':').trim().trim_end_matches("kB").trim().parse().unwrap();
+        kib * 1024
+    }
+
+    /// Eight concurrent greps of a 20-character pattern that compiles to ~170 MB each without
+    /// limits (2.2 GB peak, 1.45 GB held after, when this was found): each is refused with the
+    /// size error, and the process's peak and remaining memory over its baseline stay within
+    /// what the limits allow: [`MAX_CONCURRENT_SEARCHES`] searches of at most
+    /// [`GrepLimits::memory_bound`] each. Measured on a child process (this test binary run
+    /// again), so other tests' allocations do not count.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn hostile_patterns_are_refused_and_memory_stays_within_the_limits() {
+        use std::io::{BufRead, BufReader, Write};
+        use std::process::{Command, Stdio};
+
+        if std::env::var_os(GREP_LOAD_CHILD).is_some() {
+            grep_load_child();
+            return;
+        }
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "grep::tests::hostile_patterns_are_refused_and_memory_stays_within_the_limits"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(GREP_LOAD_CHILD, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut said = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map(|line| line.unwrap())
+            .filter_map(|line| line.split_once(CHILD_SAYS).map(|(_, said)| said.trim().to_string()));
+        assert_eq!(said.next().as_deref(), Some("ready"));
+        let baseline = status_bytes(pid, "VmRSS");
+        writeln!(stdin, "load").unwrap();
+        assert_eq!(said.next(), Some(format!("refused {HOSTILE_GREPS}")), "every hostile grep gets the size error");
+        let (after, peak) = (status_bytes(pid, "VmRSS"), status_bytes(pid, "VmHWM"));
+        writeln!(stdin, "quit").unwrap();
+        assert!(child.wait().unwrap().success());
+
+        let bound = MAX_CONCURRENT_SEARCHES * GrepLimits::DEFAULT.memory_bound();
+        let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
+        let measured = format!(
+            "baseline {:.1} MiB, peak +{:.1} MiB, after +{:.1} MiB, bound {:.1} MiB",
+            mib(baseline),
+            mib(peak.saturating_sub(baseline)),
+            mib(after.saturating_sub(baseline)),
+            mib(bound)
+        );
+        assert!(peak.saturating_sub(baseline) <= bound, "the peak is over the bound: {measured}");
+        assert!(after.saturating_sub(baseline) <= bound, "what stays held is over the bound: {measured}");
     }
 }

@@ -15,7 +15,7 @@
 //! Expiry is checked on every registry access, so no timer task is needed. Session ids are
 //! `bg-1`, `bg-2`, ... (the bridge's form), never reused within a server.
 //!
-//! Dropping the registry drops every job, and dropping a running job SIGKILLs its process group:
+//! Dropping the registry drops every job, and dropping a running job SIGKILLs it and everything it started:
 //! no child outlives the server. [`JobRegistry::shutdown`] does the same gracefully (SIGTERM
 //! first) and waits until every group is gone.
 
@@ -80,7 +80,7 @@ pub(crate) struct RegistryFull {
     pub max_jobs: usize,
 }
 
-/// The background jobs of one server. Dropping it kills every running job's process group.
+/// The background jobs of one server. Dropping it kills every running job and everything each started.
 #[derive(Debug)]
 pub struct JobRegistry {
     limits: JobLimits,
@@ -167,7 +167,7 @@ impl JobRegistry {
         self.lock_pruned(&mut forgotten).entries.clone()
     }
 
-    /// Stops every running job (SIGTERM, a short grace, SIGKILL, whole process groups) and
+    /// Stops every running job (SIGTERM, a short grace, SIGKILL, whole process trees) and
     /// waits until all are gone. For a server that is about to exit; dropping the registry
     /// afterwards (or instead) is what guarantees nothing survives.
     pub async fn shutdown(&self) {
@@ -202,9 +202,9 @@ pub(crate) fn describe_exit(exit: &JobExit, timeout: Option<Duration>) -> String
         },
         JobEnding::TimedOut => {
             let limit = timeout.map(|limit| format!(" after {}", seconds(limit))).unwrap_or_default();
-            format!("timed out{limit} and was killed with its whole process group")
+            format!("timed out{limit} and was killed with everything it started")
         }
-        JobEnding::Killed => "was killed with its whole process group".to_string(),
+        JobEnding::Killed => "was killed with everything it started".to_string(),
     }
 }
 

@@ -21,7 +21,8 @@
 //! - [`LocalTools`]: what a server holds: the workspace and the [`JobRegistry`] of background
 //!   jobs `exec` hands to `process`. Dropping it kills every job still running.
 //! - `workspace`: path resolution; `args`: aliased arguments; `fs_error`: I/O error wording;
-//!   `atomic`: atomic replace; `text`: lossy lines; `walk`: the ignore-aware walk glob and
+//!   `atomic`: atomic replace with conflict detection; `path_lock`: one writer per file in this
+//!   process; `text`: lossy lines; `walk` and `ignore_files`: the ignore-aware walk glob and
 //!   grep share; `jobs`: the bounded job registry.
 //! - [`bridge`]: the `clawmcp tools` server around them: gateway tools over `POST
 //!   /tools/invoke` (live discovery, snapshots, aliases, deadline), the allowlist and
@@ -35,7 +36,9 @@ mod exec;
 mod fs_error;
 mod glob;
 mod grep;
+mod ignore_files;
 mod jobs;
+mod path_lock;
 mod process;
 mod read;
 mod text;
@@ -43,8 +46,9 @@ mod walk;
 mod workspace;
 mod write;
 
-use clawmcp_mcp::{CallContext, Tool, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolResult};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 pub use jobs::JobRegistry;
 pub use workspace::Workspace;
@@ -127,7 +131,7 @@ impl LocalTool {
 }
 
 /// The local tools of one server: the workspace they work in and the background jobs `exec`
-/// started. Dropping it SIGKILLs the process group of every job still running, so no child
+/// started. Dropping it SIGKILLs every job still running, with everything it started, so no child
 /// outlives the server; [`LocalTools::shutdown`] stops them gracefully first.
 #[derive(Debug)]
 pub struct LocalTools {
@@ -150,7 +154,7 @@ impl LocalTools {
         Some(tool.run(&self.workspace, Some(&self.jobs), args, ctx).await)
     }
 
-    /// Stops every background job (SIGTERM, grace, SIGKILL, whole process groups) and waits
+    /// Stops every background job (SIGTERM, grace, SIGKILL, whole process trees) and waits
     /// until all are gone: for a server about to exit.
     pub async fn shutdown(&self) {
         self.jobs.shutdown().await;
@@ -181,12 +185,53 @@ async fn blocking<F>(tool: &'static str, work: F) -> ToolResult
 where
     F: FnOnce() -> ToolResult + Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result,
-        Err(err) => ToolResult::error(format!(
+    run_blocking(tool, work).await.unwrap_or_else(|error| error)
+}
+
+/// [`blocking`] for work that returns something other than the result: `Err` is the panic, as
+/// a tool error.
+async fn run_blocking<T, F>(tool: &'static str, work: F) -> Result<T, ToolResult>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|err| {
+        ToolResult::error(format!(
             "Internal error in the {tool} tool: {err}. This is a clawmcp bug; please report it with the arguments used."
-        )),
-    }
+        ))
+    })
+}
+
+/// Runs `work` off the async threads while holding this process's lock on the file at `path`
+/// (`write` and `edit`), so that no two of them interleave their read and rename. `work` gets
+/// the file's [`atomic::real_path`] (the lock's key), or the error resolving it (then no lock
+/// is held: there is nothing to write). Waiting for the lock ends early with [`CANCELLED`].
+async fn blocking_locked<F>(
+    tool: &'static str,
+    path: &std::path::Path,
+    cancel: &CancellationToken,
+    work: F,
+) -> ToolResult
+where
+    F: FnOnce(std::io::Result<std::path::PathBuf>) -> ToolResult + Send + 'static,
+{
+    let abs = path.to_path_buf();
+    let real = match run_blocking(tool, move || atomic::real_path(&abs)).await {
+        Ok(real) => real,
+        Err(panicked) => return panicked,
+    };
+    let guard = match &real {
+        Ok(key) => match path_lock::lock(key.clone(), cancel).await {
+            Some(guard) => Some(guard),
+            None => return ToolResult::error(CANCELLED),
+        },
+        Err(_) => None,
+    };
+    blocking(tool, move || {
+        let _held = guard;
+        work(real)
+    })
+    .await
 }
 
 #[cfg(test)]

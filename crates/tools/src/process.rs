@@ -308,7 +308,7 @@ async fn kill(entry: &JobEntry) -> ToolResult {
             "Session {id} ended before it could be killed: it {}.",
             describe_exit(&exit, entry.meta.timeout)
         )),
-        _ => ToolResult::text(format!("Killed session {id}: its whole process group is gone.")),
+        _ => ToolResult::text(format!("Killed session {id}: it and everything it started are gone.")),
     }
 }
 
@@ -331,7 +331,7 @@ async fn remove(jobs: &JobRegistry, entry: &JobEntry) -> ToolResult {
     }
     jobs.remove(id);
     ToolResult::text(if was_running {
-        format!("Removed session {id} (its whole process group was killed).")
+        format!("Removed session {id} (it and everything it started were killed).")
     } else {
         format!("Removed session {id}.")
     })

@@ -12,10 +12,11 @@
 //! and after the slice the remaining lines are only counted, up to a scan budget. A file of
 //! any size therefore costs at most the output cap in memory.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use base64::Engine as _;
+use clawmcp_fs::{FileKind, Symlinks, not_regular_kind, open_regular};
 use clawmcp_mcp::{CANCELLED, CallContext, Content, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -128,22 +129,16 @@ fn read_file_inner(
 ) -> Result<ToolResult, String> {
     let target = &request.target;
     let io_error = |e: io::Error| fs_error::describe("read", target, &e);
-    let meta = fs::metadata(&target.abs).map_err(io_error)?;
-    if meta.is_dir() {
-        return Err(format!(
+    // Non-blocking and type-checked on the opened descriptor, so a FIFO is refused at once (a
+    // plain open would wait for a writer) and nothing can be swapped in between check and read.
+    let (mut file, meta) = open_regular(&target.abs, Symlinks::Follow).map_err(|e| match not_regular_kind(&e) {
+        Some(FileKind::Directory) => format!(
             "{} is a directory, not a file. To list it use glob (e.g. pattern \"*\" with path {:?}).",
             target.describe(),
             target.given
-        ));
-    }
-    if !meta.is_file() {
-        // Opening a FIFO would block forever and a device may never end.
-        return Err(format!(
-            "{} is not a regular file (it is a device, FIFO or socket); read only reads regular files.",
-            target.describe()
-        ));
-    }
-    let mut file = File::open(&target.abs).map_err(io_error)?;
+        ),
+        _ => io_error(e),
+    })?;
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(io_error)?;
 
@@ -455,6 +450,7 @@ impl<R: BufRead> LineReader<R> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::path::PathBuf;
 
     use super::*;

@@ -3,17 +3,23 @@
 //! Schema is OpenClaw's (`path` alias `file_path`, `content`; tools-bridge.md §13.3). Compared
 //! with the upstream bridge (§4.2: plain overwrite, null content written as an empty file) the
 //! write is atomic, keeps the existing file's mode, refuses directories and non-string content,
-//! and writes through a symlink to its target instead of replacing the link.
+//! and writes through a symlink to its target instead of replacing the link. It only ever
+//! creates or replaces a regular file: a FIFO, device node or socket at the path is refused and
+//! stays what it was, and a file changed or created by another program during the write is not
+//! overwritten (a conflict error instead; see `atomic`).
 
 use std::fs;
 use std::io;
+use std::path::Path;
+
+use clawmcp_fs::FileKind;
 
 use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Args, Param};
-use crate::atomic;
+use crate::atomic::{self, Basis};
 use crate::fs_error;
 use crate::workspace::{TargetPath, Workspace};
 
@@ -61,31 +67,63 @@ pub(crate) async fn run(workspace: &Workspace, args: &Map<String, Value>, ctx: &
         Err(message) => return ToolResult::error(message),
     };
     let cancel = ctx.cancel.clone();
-    crate::blocking(NAME, move || write_file(&target, content.as_bytes(), &cancel).unwrap_or_else(ToolResult::error))
-        .await
+    let path = target.abs.clone();
+    crate::blocking_locked(NAME, &path, &ctx.cancel, move |real| {
+        real.map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => format!(
+                "Cannot write {}: it is a symlink whose target does not exist. Create the target or write another \
+                 path.",
+                target.describe()
+            ),
+            _ => fs_error::describe("follow the symlink", &target, &e),
+        })
+        .and_then(|real| write_file(&target, &real, content.as_bytes(), &cancel))
+        .unwrap_or_else(ToolResult::error)
+    })
+    .await
 }
 
-fn write_file(target: &TargetPath, bytes: &[u8], cancel: &CancellationToken) -> Result<ToolResult, String> {
+/// Writes `real` (the target's real path, whose lock the caller holds).
+fn write_file(
+    target: &TargetPath,
+    real: &Path,
+    bytes: &[u8],
+    cancel: &CancellationToken,
+) -> Result<ToolResult, String> {
     let io_error = |action: &str, e: io::Error| fs_error::describe(action, target, &e);
-    if target.abs.is_dir() {
-        return Err(format!(
-            "Cannot write {}: it is a directory. Pass the path of a file inside it.",
-            target.describe()
-        ));
-    }
-    let real = atomic::follow_symlink(&target.abs).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!(
-            "Cannot write {}: it is a symlink whose target does not exist. Create the target or write another path.",
-            target.describe()
-        ),
-        _ => io_error("follow the symlink", e),
-    })?;
-    if let Some(parent) = real.parent().filter(|p| !p.as_os_str().is_empty()) {
+    // What is there now decides what the rename may replace: nothing, or this regular file.
+    // Anything else (a FIFO, a device node, a socket, a directory) is refused, never replaced.
+    let existing = match fs::symlink_metadata(real) {
+        Ok(meta) => match FileKind::of(&meta) {
+            None => Some(meta),
+            Some(FileKind::Directory) => {
+                return Err(format!(
+                    "Cannot write {}: it is a directory. Pass the path of a file inside it.",
+                    target.describe()
+                ));
+            }
+            Some(kind) => return Err(fs_error::not_regular(NAME, target, kind)),
+        },
+        // A missing parent, or a file where a parent should be: creating the parents says which.
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => None,
+        Err(e) => return Err(io_error("write", e)),
+    };
+    if existing.is_none()
+        && let Some(parent) = real.parent().filter(|p| !p.as_os_str().is_empty())
+    {
         fs::create_dir_all(parent).map_err(|e| io_error("create the parent directories of", e))?;
     }
     if cancel.is_cancelled() {
         return Err(CANCELLED.into());
     }
-    atomic::write_atomic(&real, bytes).map_err(|e| io_error("write", e))?;
+    let basis = existing.as_ref().map_or(Basis::Missing, Basis::Unread);
+    atomic::replace(real, basis, bytes).map_err(|e| {
+        fs_error::replace_failure(
+            NAME,
+            target,
+            &e,
+            "Read the file to see what changed, then write again if you still mean to replace it.",
+        )
+    })?;
     Ok(ToolResult::text(format!("Successfully wrote {} bytes to {}", bytes.len(), target.given)))
 }

@@ -135,6 +135,9 @@ async fn missing_files_are_reported_like_openclaw() {
     assert!(!f.path("ghost.txt").exists());
 }
 
+/// At exactly the limit the edit applies; one byte over (a sparse file: nothing is read before
+/// the refusal) it is refused. A file that reports less than it yields is bounded by the bytes
+/// read: the unit test `edit::tests::the_limit_is_on_bytes_read_not_on_the_size_reported`.
 #[tokio::test]
 async fn the_16mb_size_limit_is_inclusive() {
     let f = Fixture::new();
@@ -145,8 +148,8 @@ async fn the_16mb_size_limit_is_inclusive() {
     ok_text(&f.call("edit", json!({"path": "at_limit.txt", "oldText": "token", "newText": "TOKEN"})).await);
     assert!(fs::read(f.path("at_limit.txt")).unwrap().starts_with(b"TOKEN\n"));
 
-    content.push(b'.');
-    f.file("over.txt", &content);
+    let sparse = fs::File::create(f.path("over.txt")).unwrap();
+    sparse.set_len(limit as u64 + 1).unwrap();
     let over = f.call("edit", json!({"path": "over.txt", "oldText": "token", "newText": "TOKEN"})).await;
     assert!(err_text(&over).starts_with("over.txt is 16.0MB, over the 16MB edit limit"), "{}", err_text(&over));
 }
@@ -162,5 +165,65 @@ async fn a_failed_write_leaves_the_file_unchanged_and_no_temp_file() {
     drop(guard);
     assert!(message.starts_with("Permission denied: cannot write locked/main.rs"), "{message}");
     assert_eq!(fs::read_to_string(&path).unwrap(), SOURCE);
+    assert!(f.temp_leftovers().is_empty());
+}
+
+/// 24 edits of one file at once, each replacing its own unique string, through four spellings
+/// of the path (relative, `./`, absolute, a symlink): all 24 changes land. Before per-path
+/// serialisation each edit read the same original and the last rename won: all 24 reported
+/// success and 2 changes survived.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_edits_of_one_file_all_land() {
+    let f = Fixture::new();
+    let original: String = (0..24).map(|i| format!("line {i}: token-{i:02}\n")).collect();
+    let abs = f.file("shared.txt", &original);
+    std::os::unix::fs::symlink(&abs, f.path("alias.txt")).unwrap();
+    let spellings =
+        ["shared.txt".to_string(), "./shared.txt".to_string(), abs.display().to_string(), "alias.txt".into()];
+    let edits = (0..24).map(|i| {
+        let path = spellings[i % spellings.len()].clone();
+        f.call("edit", json!({"path": path, "oldText": format!("token-{i:02}"), "newText": format!("DONE-{i:02}")}))
+    });
+    let results = futures_util::future::join_all(edits).await;
+    let content = fs::read_to_string(&abs).unwrap();
+    for (i, result) in results.iter().enumerate() {
+        ok_text(result);
+        assert!(
+            content.contains(&format!("line {i}: DONE-{i:02}\n")),
+            "edit {i} reported success but is lost:\n{content}"
+        );
+    }
+    assert_eq!(content, original.replace("token", "DONE"));
+    assert!(f.temp_leftovers().is_empty());
+}
+
+/// A write racing edits of the same file: whatever the order, the write is never undone by an
+/// edit that read the content from before it (the lost update: the write's marker would
+/// vanish), and every edit applies to the content that was current when it ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_racing_edits_is_never_undone() {
+    let f = Fixture::new();
+    let tokens: String = (0..12).map(|i| format!("token-{i:02}\n")).collect();
+    for round in 0..8 {
+        let path = f.file(&format!("race-{round}.txt"), &tokens);
+        let name = format!("race-{round}.txt");
+        let written = format!("written in round {round}\n{tokens}");
+        let write = f.call("write", json!({"path": name, "content": written}));
+        let edits = (0..12).map(|i| {
+            f.call("edit", json!({"path": name, "oldText": format!("token-{i:02}"), "newText": format!("DONE-{i:02}")}))
+        });
+        let (write, edits) = tokio::join!(write, futures_util::future::join_all(edits));
+        ok_text(&write);
+        let content = fs::read_to_string(&path).unwrap();
+        assert!(content.starts_with(&format!("written in round {round}\n")), "the write was lost:\n{content}");
+        for (i, edit) in edits.iter().enumerate() {
+            // Each token is unique and the write restores all of them, so every edit finds its
+            // text; its change is there unless the write (a whole-file replace) came after it.
+            ok_text(edit);
+            let (old, new) = (format!("token-{i:02}\n"), format!("DONE-{i:02}\n"));
+            assert!(content.contains(&old) ^ content.contains(&new), "round {round}, token {i}:\n{content}");
+        }
+    }
     assert!(f.temp_leftovers().is_empty());
 }

@@ -86,7 +86,7 @@ async fn a_timeout_kills_every_process_of_the_tree() {
     let script = "sleep 1000 & echo $!; setsid sh -c 'echo $$; exec sleep 1000' & echo $$; wait";
     let result = bridge.call("exec", json!({"command": script, "timeout": 0.3})).await;
     let text = err_text(&result);
-    assert!(text.contains("(Command timed out after 0.3 s and was killed with its whole process group)"), "{text}");
+    assert!(text.contains("(Command timed out after 0.3 s and was killed with everything it started)"), "{text}");
     let pids = pids_in(text.split("\n\n").next().unwrap());
     assert_eq!(pids.len(), 3, "{text}");
     for pid in pids {

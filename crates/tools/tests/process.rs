@@ -86,12 +86,12 @@ async fn kill_ends_the_whole_tree() {
     pids.push(leader);
     assert!(pids.iter().all(|&pid| !pid_is_dead(pid)), "running before the kill");
     let kill = bridge.call("process", json!({"action": "kill", "sessionId": id})).await;
-    assert_eq!(ok_text(&kill), format!("Killed session {id}: its whole process group is gone."));
+    assert_eq!(ok_text(&kill), format!("Killed session {id}: it and everything it started are gone."));
     for pid in pids {
         assert!(pid_is_dead(pid), "pid {pid} survived the kill");
     }
     let poll = bridge.call("process", json!({"action": "poll", "sessionId": id})).await;
-    assert!(ok_text(&poll).ends_with("Process was killed with its whole process group."), "{}", ok_text(&poll));
+    assert!(ok_text(&poll).ends_with("Process was killed with everything it started."), "{}", ok_text(&poll));
     let again = bridge.call("process", json!({"action": "kill", "sessionId": id})).await;
     assert!(ok_text(&again).contains("already ended"));
     let stop = bridge.start(json!("sleep 1000")).await.0;
@@ -160,7 +160,7 @@ async fn clear_forgets_only_finished_sessions_and_remove_kills_first() {
     let refused = bridge.call("process", json!({"action": "clear", "sessionId": running})).await;
     assert!(err_text(&refused).contains("is still running"));
     let removed = bridge.call("process", json!({"action": "remove", "sessionId": running})).await;
-    assert_eq!(ok_text(&removed), format!("Removed session {running} (its whole process group was killed)."));
+    assert_eq!(ok_text(&removed), format!("Removed session {running} (it and everything it started were killed)."));
     assert!(pid_is_dead(pid));
     let gone = bridge.call("process", json!({"action": "poll", "sessionId": running})).await;
     assert!(err_text(&gone).starts_with(&format!("No session found for {running}")));
