@@ -6,7 +6,7 @@
 //! the file is missing, blank, or holds something that is not a token (not 43 base64url
 //! characters: never served). A file that exists but cannot be read is an error, never a reason
 //! to regenerate: a silent new token would lock out every configured client. The file is read
-//! under the state trust rules (`clawmcp_fs::open_state_file`: no symlinks, no FIFOs, ours and
+//! under the state trust rules (`clawmcp_fs::read_state_file`: no symlinks, no FIFOs, ours and
 //! writable by nobody else, bounded), is 0600 in a 0700 directory and is written atomically
 //! (temp file, fsync, rename), so a reader sees the old token or the new one, never half of one.
 //!
@@ -263,15 +263,16 @@ impl LiveToken {
 /// trust rules (a symlink, a FIFO, another owner, writable by others: never read, never
 /// blocking) or is not text. A file readable by others is made 0600 by the read.
 pub fn read_token_file(path: &Path) -> io::Result<Option<String>> {
-    match clawmcp_fs::open_state_file(path, clawmcp_fs::Exposed::MakePrivate) {
-        Ok((mut file, _)) => read_token_text(path, &mut file),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    let limits = clawmcp_fs::StateRules::private(MAX_TOKEN_FILE_BYTES);
+    let Some(bytes) = clawmcp_fs::read_state_file(path, limits)? else { return Ok(None) };
+    let text = clawmcp_fs::into_text(bytes)?;
+    let token = text.trim();
+    Ok((!token.is_empty()).then(|| token.to_owned()))
 }
 
-/// The trimmed text of the token file opened under the trust rules, `None` if blank; larger than
-/// [`MAX_TOKEN_FILE_BYTES`] is refused, not cut.
+/// [`read_token_file`] for a file already opened under the trust rules (the live view holds the
+/// descriptor it read): the trimmed text, `None` if blank, larger than [`MAX_TOKEN_FILE_BYTES`]
+/// refused, not cut.
 fn read_token_text(path: &Path, file: &mut std::fs::File) -> io::Result<Option<String>> {
     let read = clawmcp_fs::read_bounded(file, MAX_TOKEN_FILE_BYTES)?;
     if read.truncated {
