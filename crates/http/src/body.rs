@@ -5,6 +5,9 @@
 //! size hint are capped all the same. The time cap turns a stalled upload into `408` and frees
 //! the ingress slot it holds.
 
+use std::future::Future;
+use std::task::Poll;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Body;
@@ -26,21 +29,25 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let collect = Limited::new(body, max_bytes).collect();
-    tokio::select! {
-        // The body first: a small one has usually arrived with the headers, and then no timer
-        // is ever registered for the deadline (one less wheel insert per request).
-        biased;
-        collected = collect => match collected {
-            Ok(collected) => Ok(collected.to_bytes()),
-            Err(e) if e.is::<LengthLimitError>() => Err(Refusal::TooLarge),
-            Err(e) => {
-                tracing::debug!(error = %e, "request body stream failed");
-                Err(Refusal::BadBody)
-            }
+    let mut collect = std::pin::pin!(Limited::new(body, max_bytes).collect());
+    // A small body has usually arrived with the headers: one poll takes it, and then neither the
+    // deadline's timer nor the cancellation future is even created.
+    let collected = match std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await {
+        Poll::Ready(collected) => collected,
+        Poll::Pending => tokio::select! {
+            biased;
+            collected = collect => collected,
+            _ = tokio::time::sleep_until(deadline) => return Err(Refusal::TimedOut),
+            _ = cancel.cancelled() => return Err(Refusal::TimedOut),
         },
-        _ = tokio::time::sleep_until(deadline) => Err(Refusal::TimedOut),
-        _ = cancel.cancelled() => Err(Refusal::TimedOut),
+    };
+    match collected {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(Refusal::TooLarge),
+        Err(e) => {
+            tracing::debug!(error = %e, "request body stream failed");
+            Err(Refusal::BadBody)
+        }
     }
 }
 

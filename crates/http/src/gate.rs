@@ -141,7 +141,7 @@ pub(crate) fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) ->
     if headers.contains_key(header::ORIGIN) {
         return Err(Refusal::OriginPresent);
     }
-    if headers.contains_key(header::REFERER) || headers.contains_key("sec-fetch-site") {
+    if headers.contains_key(header::REFERER) || headers.contains_key(SEC_FETCH_SITE) {
         return Err(Refusal::BrowserContext);
     }
     let host_ok = single(headers, header::HOST).is_some_and(|host| is_loopback_host(host.as_bytes()))
@@ -159,6 +159,9 @@ pub(crate) fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) ->
         _ => Err(Refusal::Unauthorized),
     }
 }
+
+/// Sent by browsers only; a constant so the name is not parsed on every request.
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// Well-known documents OAuth clients fetch to find an authorization server: RFC 9728, RFC 8414,
 /// OpenID Connect Discovery 1.0.
@@ -198,28 +201,29 @@ pub(crate) fn require_json<B>(request: &Request<B>) -> Result<(), Refusal> {
 /// A `GET` asking only for an SSE stream (an MCP client's server-push channel) rather than the
 /// text probe: `text/event-stream` is accepted and `text/plain` or `*/*` is not.
 pub(crate) fn wants_event_stream<B>(request: &Request<B>) -> bool {
-    let accept = accepted_media_types(request);
-    accept.iter().any(|media| media == "text/event-stream")
-        && !accept.iter().any(|media| media == "text/plain" || media == "text/*" || media == "*/*")
+    accepted_media_types(request).any(|media| media.eq_ignore_ascii_case("text/event-stream"))
+        && !accepted_media_types(request).any(|media| {
+            media.eq_ignore_ascii_case("text/plain") || media.eq_ignore_ascii_case("text/*") || media == "*/*"
+        })
 }
 
 /// A `POST` whose client can read an SSE answer: `text/event-stream` is listed in `Accept`
 /// (MCP clients send `application/json, text/event-stream`). Wildcards do not count: only a
 /// client that names the stream type is known to parse it.
 pub(crate) fn accepts_event_stream<B>(request: &Request<B>) -> bool {
-    accepted_media_types(request).iter().any(|media| media == "text/event-stream")
+    accepted_media_types(request).any(|media| media.eq_ignore_ascii_case("text/event-stream"))
 }
 
-/// The media types of every `Accept` header, lower-cased, without parameters.
-fn accepted_media_types<B>(request: &Request<B>) -> Vec<String> {
+/// The media types of every `Accept` header, without parameters (compare them ignoring case).
+/// Borrowed from the headers: nothing is allocated per request.
+fn accepted_media_types<B>(request: &Request<B>) -> impl Iterator<Item = &str> {
     request
         .headers()
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
-        .map(|item| item.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
-        .collect()
+        .map(|item| item.split(';').next().unwrap_or_default().trim())
 }
 
 /// Check 8, first half: a declared `Content-Length` over the cap is refused before a byte of the

@@ -46,6 +46,10 @@ impl Pools {
     }
 
     async fn acquire(&self, pool: &Arc<Semaphore>) -> Result<OwnedSemaphorePermit, Refusal> {
+        // A free slot is the common case: taken without arming the wait's timer.
+        if let Ok(permit) = pool.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
         match tokio::time::timeout(self.wait, pool.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             // The pools are never closed; a closed one would mean "no capacity" all the same.

@@ -31,10 +31,12 @@
 //! A streamed answer moves that guard into its body, so leaving mid-stream cancels the same way.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -42,7 +44,7 @@ use clawmcp_mcp::jsonrpc::{self, Incoming, RequestId};
 use clawmcp_mcp::{McpServer, McpService, MessageClass, RequestContext, RpcError, TIMED_OUT, ToolResult};
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{Either, Full};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -332,7 +334,7 @@ async fn answer<S: McpService + ?Sized>(
 
     let deadline = received + limits.request_timeout;
     let ingress = shared.pools.ingress().await?;
-    let body_deadline = deadline.min(Instant::now() + limits.body_read_timeout);
+    let body_deadline = deadline.min(received + limits.body_read_timeout);
     // Shutdown (the parent of every request's token) also ends a body read.
     let body = read_body(request.into_body(), limits.max_body_bytes, body_deadline, &shared.requests).await?;
     let message = match jsonrpc::parse(&body) {
@@ -351,7 +353,9 @@ async fn answer<S: McpService + ?Sized>(
         MessageClass::Tool => shared.requests.child_token(),
         MessageClass::Control => CancellationToken::new(),
     };
-    let cancel_on_disconnect = transport_cancel.clone().drop_guard();
+    // Only a tool call outlives this future (it runs as a task of its own), so only it needs
+    // the guard; held to the end of this function, or moved into a streamed body.
+    let mut cancel_on_disconnect = (class == MessageClass::Tool).then(|| transport_cancel.clone().drop_guard());
     let handler_slot = shared.pools.handler(class).await?;
     let streamed_id = match &message {
         Incoming::Request { id, .. } if accepts_event_stream && McpServer::<S>::wants_progress(&message) => {
@@ -359,7 +363,9 @@ async fn answer<S: McpService + ?Sized>(
         }
         _ => None,
     };
-    if let Some(id) = streamed_id {
+    if let Some(id) = streamed_id
+        && let Some(cancel_on_disconnect) = cancel_on_disconnect.take()
+    {
         let call = StreamedCall { id, message, transport_cancel, deadline, slot: handler_slot };
         return Ok(stream_answer(shared, call, cancel_on_disconnect, activity));
     }
@@ -445,6 +451,10 @@ async fn dispatch_bounded<S: McpService + ?Sized>(
     let transport_cancel = ctx.transport_cancel.clone();
     let dispatch = mcp.dispatch(message, ctx);
     tokio::pin!(dispatch);
+    // Most control requests answer on their first poll: then no deadline timer is created.
+    if let Poll::Ready(frame) = std::future::poll_fn(|cx| Poll::Ready(dispatch.as_mut().poll(cx))).await {
+        return Handled::Answered(frame);
+    }
     tokio::select! {
         biased;
         frame = &mut dispatch => return Handled::Answered(frame),
@@ -464,7 +474,7 @@ async fn dispatch_bounded<S: McpService + ?Sized>(
 
 /// A whole (non-streamed) response in the body type every response shares.
 fn whole(response: Response<Full<Bytes>>) -> Response<ResponseBody> {
-    response.map(BodyExt::boxed_unsync)
+    response.map(Either::Left)
 }
 
 /// A JSON-RPC frame is `200 application/json`, errors included (TypeScript clients lose the

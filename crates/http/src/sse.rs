@@ -20,7 +20,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::{BodyExt, Either, Full, StreamBody};
 use hyper::body::Frame;
 use tokio::sync::{mpsc, oneshot};
 
@@ -40,8 +40,9 @@ impl FrameSink for ProgressSink {
     }
 }
 
-/// The body every response of this server has: a whole JSON or text body, or an event stream.
-pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+/// The body every response of this server has: a whole JSON or text body, or an event stream
+/// (boxed: only the rare streamed answer pays for the allocation).
+pub(crate) type ResponseBody = Either<Full<Bytes>, UnsyncBoxBody<Bytes, Infallible>>;
 
 /// Where a streamed answer's frames come from.
 pub(crate) struct EventSources {
@@ -70,7 +71,7 @@ pub(crate) fn event_stream<H: Send + 'static>(sources: EventSources, held: H) ->
         let frame = state.next_frame().await?;
         Some((Ok::<_, Infallible>(Frame::data(sse_event(&frame))), state))
     });
-    let mut answer = Response::new(StreamBody::new(events).boxed_unsync());
+    let mut answer = Response::new(Either::Right(StreamBody::new(events).boxed_unsync()));
     *answer.status_mut() = StatusCode::OK;
     let headers = answer.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

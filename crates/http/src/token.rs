@@ -10,8 +10,9 @@
 //! writable by nobody else, bounded), is 0600 in a 0700 directory and is written atomically
 //! (temp file, fsync, rename), so a reader sees the old token or the new one, never half of one.
 //!
-//! [`LiveToken`] stats the file on every request and re-reads it when it changed, so
-//! `clawmcp token --reset` takes effect on the next request without a restart.
+//! [`LiveToken`] checks the file on every request (one `fstat` of the descriptor it was read
+//! from) and re-reads it when it changed, so `clawmcp token --reset` takes effect on the next
+//! request without a restart.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -41,7 +42,7 @@ pub enum TokenError {
     Write { path: PathBuf, source: io::Error },
     #[error("cannot create the directory `{path}` for the MCP token: {source}")]
     CreateDir { path: PathBuf, source: io::Error },
-    /// The file or its directory breaks the state trust rules (`clawmcp_fs::read_state_file`);
+    /// The file or its directory breaks the state trust rules (`clawmcp_fs::open_state_file`);
     /// the message says what and how to fix it.
     #[error("{0}")]
     Untrusted(io::Error),
@@ -103,88 +104,158 @@ pub fn reset(path: &Path) -> Result<String, TokenError> {
 }
 
 /// The token as the server checks it, following the file while serving.
+///
+/// The file is followed through the descriptor it was read from, not its name: each check is one
+/// `fstat` of that descriptor (no path walk; a third of the cost of a `stat` by name, measured
+/// in bench/NODE_RESULTS.md) under one lock, and the presented token is compared under the same
+/// lock (no shared reference count touched per request). A change shows on the descriptor:
+/// new contents or mode (its change time, modification time or length moved), the name given to
+/// another file (`clawmcp token --reset` renames a new file over it, or it was deleted: the held
+/// file has no links left), or the file renamed away (its change time moved). The one change it
+/// cannot see is the data directory itself renamed away while the node runs.
 pub struct LiveToken {
     path: PathBuf,
     cache: Mutex<Cache>,
 }
 
 struct Cache {
-    seen: FileStamp,
+    source: Source,
     token: Arc<str>,
+}
+
+/// Where the token in force was read from, as far as telling a change goes.
+enum Source {
+    /// Not read yet through a held descriptor: the next check reads the file.
+    Unread,
+    /// The open token file and its `fstat` taken just before its contents were read.
+    Held { file: std::fs::File, stamp: HeldStamp },
+    /// No file could be held (missing, or refused by the trust rules): the name's `stat` when
+    /// that was found, so a broken file is retried (and warned about) once per change.
+    Name(FileStamp),
+}
+
+/// What an `fstat` of the held file must keep for the token to be unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HeldStamp {
+    inode: u64,
+    links: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl HeldStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        HeldStamp {
+            inode: meta.ino(),
+            links: meta.nlink(),
+            len: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+impl Source {
+    /// Whether the file may differ from what the token in force was read from.
+    fn changed(&self, path: &Path) -> bool {
+        match self {
+            Source::Unread => true,
+            // Renamed over or deleted shows as `links` dropping to 0.
+            Source::Held { file, stamp } => file.metadata().map_or(true, |meta| HeldStamp::of(&meta) != *stamp),
+            Source::Name(seen) => FileStamp::of(path) != *seen,
+        }
+    }
 }
 
 impl LiveToken {
     /// Loads (or creates) the token in `path` and starts following the file.
     pub fn load_or_create(path: &Path) -> Result<Self, TokenError> {
-        // Observed before loading: a change racing the load is then seen as a change on the
-        // first request (one extra read) instead of being missed.
-        let seen = FileStamp::of(path);
         let token = load_or_create(path)?;
-        Ok(LiveToken { path: path.to_owned(), cache: Mutex::new(Cache { seen, token: token.into() }) })
+        // `Unread`: the first check reads the file again through the descriptor it then holds,
+        // so a change racing this load is never missed.
+        Ok(LiveToken {
+            path: path.to_owned(),
+            cache: Mutex::new(Cache { source: Source::Unread, token: token.into() }),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The token in force now. Costs one `stat` per call (microseconds; per request is fine) and a
-    /// read only when the file changed. While the file is missing, blank or unreadable the last
+    /// The token in force now. While the file is missing, blank, refused or unreadable the last
     /// good token stays in force, so a half-finished manual edit cannot lock everyone out.
     pub fn current(&self) -> Arc<str> {
-        let now = FileStamp::of(&self.path);
-        let mut cache = self.lock();
-        if now == cache.seen {
-            return cache.token.clone();
-        }
-        // Recorded before reading: a file that fails to read is retried only when it changes
-        // again, so a broken file logs one warning, not one per request.
-        cache.seen = now.clone();
-        match now {
-            FileStamp::File { .. } => match read_token_file(&self.path) {
-                Ok(Some(token)) if is_well_formed(&token) => {
-                    if *token != *cache.token {
-                        tracing::info!(path = %self.path.display(), "MCP token file changed: the new token is in force");
-                        cache.token = token.into();
-                    }
-                }
-                Ok(Some(_)) => tracing::warn!(
-                    path = %self.path.display(),
-                    "MCP token file does not hold a clawmcp token ({TOKEN_CHARS} base64url characters): still \
-                     accepting the previous token; run `clawmcp token --reset` for a new one"
-                ),
-                Ok(None) => tracing::warn!(
-                    path = %self.path.display(),
-                    "MCP token file is blank: still accepting the previous token; run `clawmcp token --reset` for a new one"
-                ),
-                Err(e) => tracing::warn!(
-                    path = %self.path.display(),
-                    error = %e,
-                    "MCP token file cannot be read: still accepting the previous token"
-                ),
-            },
-            FileStamp::Missing => tracing::warn!(
-                path = %self.path.display(),
-                "MCP token file vanished: still accepting the previous token; run `clawmcp token --reset` to write a new one"
-            ),
-            FileStamp::StatFailed(kind) => tracing::warn!(
-                path = %self.path.display(),
-                error = %kind,
-                "MCP token file cannot be checked: still accepting the previous token"
-            ),
-        }
-        cache.token.clone()
+        self.fresh().token.clone()
     }
 
     /// Whether `presented` is the current token, compared in constant time (the length, 43 for
     /// every generated token, is not secret).
     pub fn verify(&self, presented: &[u8]) -> bool {
-        let expected = self.current();
-        presented.ct_eq(expected.as_bytes()).into()
+        presented.ct_eq(self.fresh().token.as_bytes()).into()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Cache> {
-        // The cache is two plain fields assigned whole: a panic elsewhere cannot tear it.
-        self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The cache, re-read first if the file changed since.
+    fn fresh(&self) -> MutexGuard<'_, Cache> {
+        // The cache is plain fields assigned whole: a panic elsewhere cannot tear it.
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if cache.source.changed(&self.path) {
+            self.reload(&mut cache);
+        }
+        cache
+    }
+
+    fn reload(&self, cache: &mut Cache) {
+        // Taken before the file is opened: a failure is retried only when the name changes again,
+        // so a broken file logs one warning, not one per request.
+        let name = FileStamp::of(&self.path);
+        let opened = clawmcp_fs::open_state_file(&self.path, clawmcp_fs::Exposed::MakePrivate);
+        let (file, read) = match opened {
+            Ok((mut file, _)) => {
+                // Stamped before reading: a write after this shows as a change next time.
+                let stamp = file.metadata().map(|meta| HeldStamp::of(&meta));
+                let read = read_token_text(&self.path, &mut file);
+                match stamp {
+                    Ok(stamp) => (Some((file, stamp)), read),
+                    Err(e) => (None, read.and(Err(e))),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (None, Ok(None)),
+            Err(e) => (None, Err(e)),
+        };
+        let missing = matches!(name, FileStamp::Missing);
+        cache.source = match file {
+            Some((file, stamp)) => Source::Held { file, stamp },
+            None => Source::Name(name),
+        };
+        match read {
+            Ok(Some(token)) if is_well_formed(&token) => {
+                if *token != *cache.token {
+                    tracing::info!(path = %self.path.display(), "MCP token file changed: the new token is in force");
+                    cache.token = token.into();
+                }
+            }
+            Ok(Some(_)) => tracing::warn!(
+                path = %self.path.display(),
+                "MCP token file does not hold a clawmcp token ({TOKEN_CHARS} base64url characters): still \
+                 accepting the previous token; run `clawmcp token --reset` for a new one"
+            ),
+            Ok(None) if missing => tracing::warn!(
+                path = %self.path.display(),
+                "MCP token file vanished: still accepting the previous token; run `clawmcp token --reset` to write a new one"
+            ),
+            Ok(None) => tracing::warn!(
+                path = %self.path.display(),
+                "MCP token file is blank: still accepting the previous token; run `clawmcp token --reset` for a new one"
+            ),
+            Err(e) => tracing::warn!(
+                path = %self.path.display(),
+                error = %e,
+                "MCP token file cannot be read: still accepting the previous token"
+            ),
+        }
     }
 }
 
@@ -195,6 +266,24 @@ pub fn read_token_file(path: &Path) -> io::Result<Option<String>> {
     let limits = clawmcp_fs::StateRules::private(MAX_TOKEN_FILE_BYTES);
     let Some(bytes) = clawmcp_fs::read_state_file(path, limits)? else { return Ok(None) };
     let text = clawmcp_fs::into_text(bytes)?;
+    let token = text.trim();
+    Ok((!token.is_empty()).then(|| token.to_owned()))
+}
+
+/// [`read_token_file`] for a file already opened under the trust rules (the live view holds the
+/// descriptor it read): the trimmed text, `None` if blank, larger than [`MAX_TOKEN_FILE_BYTES`]
+/// refused, not cut.
+fn read_token_text(path: &Path, file: &mut std::fs::File) -> io::Result<Option<String>> {
+    let read = clawmcp_fs::read_bounded(file, MAX_TOKEN_FILE_BYTES)?;
+    if read.truncated {
+        let refusal = clawmcp_fs::Untrusted {
+            path: path.display().to_string(),
+            problem: format!("it is larger than the {MAX_TOKEN_FILE_BYTES} bytes a token file may have"),
+            fix: "Write a new token: `clawmcp token --reset`".into(),
+        };
+        return Err(io::Error::new(io::ErrorKind::InvalidData, refusal));
+    }
+    let text = clawmcp_fs::into_text(read.bytes)?;
     let token = text.trim();
     Ok((!token.is_empty()).then(|| token.to_owned()))
 }

@@ -123,3 +123,42 @@ fn live_token_follows_the_file_and_keeps_the_last_good_token() {
     assert!(!live.verify(second.as_bytes()));
     assert!(!live.verify(b""));
 }
+
+#[test]
+fn live_token_sees_every_kind_of_change_through_the_file_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(TOKEN_FILE_NAME);
+    let live = LiveToken::load_or_create(&path).unwrap();
+    let first = live.current().to_string();
+
+    // Rewritten in place (same file, same length): its times moved.
+    let second = token::generate().unwrap();
+    let mut file = fs::OpenOptions::new().write(true).truncate(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, second.as_bytes()).unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+    drop(file);
+    assert!(live.verify(second.as_bytes()), "an in-place rewrite is seen");
+    assert!(!live.verify(first.as_bytes()));
+
+    // Renamed away (the held file keeps its one link) and a new file put in its place.
+    fs::rename(&path, dir.path().join("old-token.txt")).unwrap();
+    let third = token::generate().unwrap();
+    fs::write(&path, &third).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(live.verify(third.as_bytes()), "a file renamed away is seen");
+    assert!(!live.verify(second.as_bytes()));
+
+    // Made readable by others: seen (its change time moved), made private again, same token.
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(live.verify(third.as_bytes()));
+    assert_eq!(mode(&path), 0o600, "the re-read under the trust rules made it private again");
+
+    // Replaced by a link to a file someone else could control: refused, the last token stays.
+    let elsewhere = dir.path().join("planted.txt");
+    let planted = token::generate().unwrap();
+    fs::write(&elsewhere, &planted).unwrap();
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    assert!(!live.verify(planted.as_bytes()), "never read through a symlink");
+    assert!(live.verify(third.as_bytes()));
+}

@@ -169,7 +169,8 @@ pub fn normalize_number(text: &str) -> Option<String> {
     if i == int_start {
         return None;
     }
-    let mut digits: String = text[int_start..i].to_string();
+    // Borrowed unless a fraction must be appended: one allocation (the result) per id.
+    let mut digits = std::borrow::Cow::Borrowed(&text[int_start..i]);
     let mut exp: i128 = 0;
     if i < bytes.len() && bytes[i] == b'.' {
         i += 1;
@@ -180,7 +181,7 @@ pub fn normalize_number(text: &str) -> Option<String> {
         if i == frac_start {
             return None;
         }
-        digits.push_str(&text[frac_start..i]);
+        digits.to_mut().push_str(&text[frac_start..i]);
         exp -= (i - frac_start) as i128;
     }
     if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
@@ -199,8 +200,14 @@ pub fn normalize_number(text: &str) -> Option<String> {
     }
     let without_trailing = trimmed.trim_end_matches('0');
     exp += (trimmed.len() - without_trailing.len()) as i128;
-    let sign = if negative { "-" } else { "" };
-    Some(format!("{sign}{without_trailing}e{exp}"))
+    let mut key = String::with_capacity(without_trailing.len() + 6);
+    if negative {
+        key.push('-');
+    }
+    key.push_str(without_trailing);
+    key.push('e');
+    let _ = std::fmt::Write::write_fmt(&mut key, format_args!("{exp}"));
+    Some(key)
 }
 
 /// One parsed incoming message.
@@ -269,10 +276,10 @@ struct Envelope<'a> {
     method: Option<Value>,
     #[serde(default)]
     params: Option<Box<RawValue>>,
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
-    #[serde(default)]
-    error: Option<Box<RawValue>>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
 }
 
 /// A member that is present, whatever its value (`null` included).
@@ -284,6 +291,15 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&
 /// 2025-06-18, our protocol version 2024-11-05 predates it, and a batch would let one HTTP
 /// request bypass the per-call concurrency slots and per-id cancellation.
 pub fn parse(body: &[u8]) -> Result<Incoming, Rejection> {
+    // The common case in one pass: UTF-8 text that opens an object, read straight into the
+    // envelope. Whatever that does not parse takes the careful path below, which tells the
+    // exact error apart (it accepts nothing the fast path would refuse, and vice versa).
+    if let Ok(text) = std::str::from_utf8(body)
+        && text.trim_start_matches([' ', '\t', '\r', '\n']).starts_with('{')
+        && let Ok(envelope) = serde_json::from_str::<Envelope>(text)
+    {
+        return classify(envelope);
+    }
     let raw: Box<RawValue> = serde_json::from_slice(body).map_err(|e| Rejection::Reply {
         id: None,
         error: RpcError::new(ErrorCode::ParseError, format!("Parse error: {e}")),
@@ -310,6 +326,11 @@ pub fn parse(body: &[u8]) -> Result<Incoming, Rejection> {
         id: None,
         error: RpcError::new(ErrorCode::InvalidRequest, format!("Invalid request: {e}")),
     })?;
+    classify(envelope)
+}
+
+/// Tells a request, a notification and a response apart, applying rules 3 to 5 above.
+fn classify(envelope: Envelope<'_>) -> Result<Incoming, Rejection> {
     let id = match envelope.id {
         Some(raw_id) => Some(RequestId::from_raw(raw_id).map_err(|error| Rejection::Reply { id: None, error })?),
         None => None,
@@ -518,6 +539,23 @@ mod tests {
         ] {
             assert_eq!(parse(body.as_bytes()), Err(Rejection::Silent), "{body}");
         }
+    }
+
+    #[test]
+    fn the_one_pass_path_and_the_careful_path_agree() {
+        // Leading JSON whitespace still takes the one-pass path.
+        assert!(matches!(
+            parse(b" \r\n\t{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"),
+            Ok(Incoming::Request { .. })
+        ));
+        // Invalid UTF-8 in a member nobody reads is still not JSON.
+        let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"ping","x":""#.to_vec();
+        body.extend_from_slice(&[0xff, b'"', b'}']);
+        let Err(Rejection::Reply { error, .. }) = parse(&body) else { panic!("refused") };
+        assert_eq!(error.code, ErrorCode::ParseError);
+        // Trailing garbage after the object, and an object that is not a valid envelope.
+        assert_eq!(reply(r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#).1, -32700);
+        assert_eq!(reply(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":1,"params":2}"#).1, -32600);
     }
 
     #[test]
