@@ -66,8 +66,21 @@ pub struct NodeArgs {
     #[arg(long, env = "CLAWMCP_NODE_TOOLS", value_name = "PATTERNS")]
     pub tools: Option<String>,
 
+    /// Answer every client with this MCP revision and only its fields, whatever the client asks
+    /// (`2024-11-05` gives the upstream tray's exact answers). Default: negotiate (the client's
+    /// revision when served, else the newest).
+    #[arg(long, env = "CLAWMCP_PIN_PROTOCOL_VERSION", value_name = "VERSION", value_parser = parse_protocol_version)]
+    pub pin_protocol_version: Option<clawmcp_mcp::ProtocolVersion>,
+
     #[command(flatten)]
     pub data_dir: DataDirArg,
+}
+
+fn parse_protocol_version(text: &str) -> Result<clawmcp_mcp::ProtocolVersion, String> {
+    clawmcp_mcp::ProtocolVersion::parse(text).ok_or_else(|| {
+        let served: Vec<&str> = clawmcp_mcp::ProtocolVersion::SUPPORTED.iter().map(|v| v.as_str()).collect();
+        format!("`{text}` is not an MCP revision this node serves; use one of {}", served.join(", "))
+    })
 }
 
 /// How to reach the running node.

@@ -34,6 +34,7 @@
 use std::net::IpAddr;
 
 use bytes::Bytes;
+use clawmcp_mcp::ProtocolVersion;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
@@ -212,6 +213,14 @@ pub(crate) fn wants_event_stream<B>(request: &Request<B>) -> bool {
 /// client that names the stream type is known to parse it.
 pub(crate) fn accepts_event_stream<B>(request: &Request<B>) -> bool {
     accepted_media_types(request).any(|media| media.eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// The revision the request's `MCP-Protocol-Version` header names, read leniently (never a
+/// refusal: clients send a newer header than they negotiated, and a mismatch costs them nothing
+/// but fields they can parse). `None` without the header.
+pub(crate) fn protocol_version<B>(request: &Request<B>) -> Option<ProtocolVersion> {
+    let value = request.headers().get("mcp-protocol-version")?;
+    Some(value.to_str().map_or(ProtocolVersion::NEWEST, ProtocolVersion::from_header))
 }
 
 /// The media types of every `Accept` header, without parameters (compare them ignoring case).

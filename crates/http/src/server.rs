@@ -41,7 +41,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clawmcp_mcp::jsonrpc::{self, Incoming, RequestId};
-use clawmcp_mcp::{McpServer, McpService, MessageClass, RequestContext, RpcError, TIMED_OUT, ToolResult};
+use clawmcp_mcp::{
+    McpServer, McpService, MessageClass, ProtocolVersion, RequestContext, RpcError, TIMED_OUT, ToolResult,
+};
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{Either, Full};
@@ -331,6 +333,7 @@ async fn answer<S: McpService + ?Sized>(
     gate::require_json(&request)?;
     gate::refuse_declared_oversize(request.body(), limits.max_body_bytes)?;
     let accepts_event_stream = gate::accepts_event_stream(&request);
+    let protocol_version = gate::protocol_version(&request);
 
     let deadline = received + limits.request_timeout;
     let ingress = shared.pools.ingress().await?;
@@ -366,13 +369,13 @@ async fn answer<S: McpService + ?Sized>(
     if let Some(id) = streamed_id
         && let Some(cancel_on_disconnect) = cancel_on_disconnect.take()
     {
-        let call = StreamedCall { id, message, transport_cancel, deadline, slot: handler_slot };
+        let call = StreamedCall { id, message, transport_cancel, deadline, slot: handler_slot, protocol_version };
         return Ok(stream_answer(shared, call, cancel_on_disconnect, activity));
     }
     let dispatch = dispatch_bounded(
         shared.mcp.clone(),
         message,
-        RequestContext::new(transport_cancel.clone()),
+        RequestContext { protocol_version, ..RequestContext::new(transport_cancel.clone()) },
         deadline,
         limits.abandon_after_cancel,
         handler_slot,
@@ -402,6 +405,7 @@ struct StreamedCall {
     transport_cancel: CancellationToken,
     deadline: Instant,
     slot: OwnedSemaphorePermit,
+    protocol_version: Option<ProtocolVersion>,
 }
 
 /// Answers a `tools/call` that asked for progress as an event stream (see `sse`). The call runs
@@ -415,14 +419,14 @@ fn stream_answer<S: McpService + ?Sized>(
     cancel_on_disconnect: DropGuard,
     activity: RequestActivity,
 ) -> Response<ResponseBody> {
-    let StreamedCall { id, message, transport_cancel, deadline, slot } = call;
+    let StreamedCall { id, message, transport_cancel, deadline, slot, protocol_version } = call;
     let (sink, progress) = sse::progress_channel();
     let (answer, response) = oneshot::channel();
     // What a plain request would have got as 408 (a handler that ignored cancellation) is, once
     // the 200 is out, the tool error a transport timeout gives.
     let timed_out = jsonrpc::success_frame(&id, &ToolResult::error(TIMED_OUT));
     let fallback = jsonrpc::error_frame(Some(&id), &RpcError::internal());
-    let ctx = RequestContext { transport_cancel, sink: Some(Arc::new(sink)) };
+    let ctx = RequestContext { transport_cancel, sink: Some(Arc::new(sink)), protocol_version };
     let abandon_after = shared.limits.abandon_after_cancel;
     let dispatch = dispatch_bounded(shared.mcp.clone(), message, ctx, deadline, abandon_after, slot);
     shared.tasks.spawn(async move {

@@ -6,6 +6,7 @@
 //! - [`params`]: `params` into a `Value`, with errors naming the place and the limit.
 //! - [`cancel`]: the cancellation registry (in-flight calls, tombstones, completion guards).
 //! - [`types`]: tool descriptors, tool results, the per-call context (cancel, progress).
+//! - [`version`]: the MCP revisions served and the one negotiation rule.
 //! - [`server`]: the dispatcher and the [`McpService`] trait a surface implements.
 //! - [`stdio`]: newline-delimited transport for the stdio surfaces.
 //! - [`tool_filter`]: `--tools PATTERNS`, globs narrowing what a surface serves.
@@ -21,15 +22,19 @@ pub mod server;
 pub mod stdio;
 pub mod tool_filter;
 pub mod types;
+pub mod version;
 pub mod wire_size;
 
 pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use params::ParamsError;
 pub use server::{
-    CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT, WireStyle,
+    CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
+    VersionRule, WireStyle,
 };
 pub use tool_filter::{ToolFilter, ToolFilterError};
 pub use types::{
-    CallContext, Content, FrameSink, Progress, Schema, Tool, ToolAnnotations, ToolResult, permissive_schema,
+    CallContext, Content, EmbeddedResource, FrameSink, Progress, Rendered, ResultFrame, Schema, Tool, ToolAnnotations,
+    ToolResult, permissive_schema,
 };
+pub use version::ProtocolVersion;

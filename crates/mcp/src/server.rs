@@ -32,9 +32,11 @@ use tokio_util::sync::CancellationToken;
 use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Registration};
 use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw};
 use crate::params::{self, ParamsError};
-use crate::types::{CallContext, FrameSink, Progress, Tool, ToolResult};
+use crate::types::{CallContext, FrameSink, Progress, Rendered, ResultFrame, Tool, ToolResult};
+use crate::version::ProtocolVersion;
 
-/// The protocol version we speak (spec 000). Clients asking for newer versions accept it.
+/// The protocol version spec 000's tray answers whatever the client asks; [`WireStyle::TRAY`]
+/// keeps a node pinned to it for users who need the tray's exact answers.
 pub const PROTOCOL_VERSION: &str = "2024-11-05";
 
 /// The text of a tool error for a call the client cancelled.
@@ -103,10 +105,8 @@ pub trait McpService: Send + Sync + 'static {
 /// surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WireStyle {
-    /// Protocol versions answered in `initialize`, preferred first. With one entry that version
-    /// is always answered (the tray's rule); with several, a requested version in the list is
-    /// echoed and anything else gets the first (the TypeScript SDK's negotiation).
-    pub protocol_versions: &'static [&'static str],
+    /// How `initialize` picks the revision it answers.
+    pub versions: VersionRule,
     /// `"Method not found: <method>"` (tray) or a bare `"Method not found"` (TypeScript SDK).
     pub method_not_found_names_method: bool,
     /// Successful tool results carry `"isError": false` (tray) or leave the key out (SDK).
@@ -116,29 +116,63 @@ pub struct WireStyle {
     pub tool_execution_task_support: Option<&'static str>,
 }
 
+/// How a wire style chooses the protocol revision of `initialize` and of the fields it emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionRule {
+    /// The one rule of this core ([`ProtocolVersion::negotiate`]): the client's revision when
+    /// served, else the newest; each revision's fields only to clients that have it.
+    Negotiate,
+    /// Always this revision, whatever the client asks (the tray's rule).
+    Pinned(ProtocolVersion),
+    /// The TypeScript SDK's rule: echo a requested version found in this list (preferred
+    /// first), else answer the first; every field is written whatever was negotiated, as the
+    /// SDK writes them (so `serve` answers byte for byte like `openclaw mcp serve`).
+    SdkList(&'static [&'static str]),
+}
+
 impl WireStyle {
-    /// Spec 000's node host, as the Windows tray answers.
-    pub const TRAY: WireStyle = WireStyle {
-        protocol_versions: &[PROTOCOL_VERSION],
+    /// clawmcp's own surfaces (`node`, `tools`): the tray's wire habits, the core's negotiation.
+    pub const NEGOTIATING: WireStyle = WireStyle {
+        versions: VersionRule::Negotiate,
         method_not_found_names_method: true,
         explicit_success_flag: true,
         tool_execution_task_support: None,
     };
 
+    /// Spec 000's node host exactly as the Windows tray answers: 2024-11-05 whatever the client
+    /// asks, no newer-revision fields.
+    pub const TRAY: WireStyle =
+        WireStyle { versions: VersionRule::Pinned(ProtocolVersion::V2024_11_05), ..WireStyle::NEGOTIATING };
+
     /// A server built on `@modelcontextprotocol/sdk` 1.x (e.g. `openclaw mcp serve`).
     pub const TYPESCRIPT_SDK: WireStyle = WireStyle {
-        protocol_versions: &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"],
+        versions: VersionRule::SdkList(&["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"]),
         method_not_found_names_method: false,
         explicit_success_flag: false,
         tool_execution_task_support: Some("forbidden"),
     };
 
-    fn protocol_version(&self, requested: Option<&str>) -> &'static str {
-        match requested {
-            Some(asked) if self.protocol_versions.len() > 1 => {
-                self.protocol_versions.iter().find(|v| **v == asked).copied().unwrap_or(self.protocol_versions[0])
-            }
-            _ => self.protocol_versions[0],
+    /// The `protocolVersion` `initialize` answers to a client that asked for `requested`.
+    fn initialize_version(&self, requested: Option<&str>) -> &'static str {
+        match self.versions {
+            VersionRule::Negotiate => ProtocolVersion::negotiate(requested).as_str(),
+            VersionRule::Pinned(version) => version.as_str(),
+            VersionRule::SdkList(list) => list.iter().find(|v| Some(**v) == requested).copied().unwrap_or(list[0]),
+        }
+    }
+
+    /// The revision whose fields a request is answered with. `requested` is what the request
+    /// itself says (an HTTP `MCP-Protocol-Version` header), `negotiated` what this session's
+    /// `initialize` settled (stdio), if anything.
+    fn render_version(
+        &self,
+        requested: Option<ProtocolVersion>,
+        negotiated: Option<ProtocolVersion>,
+    ) -> ProtocolVersion {
+        match self.versions {
+            VersionRule::Negotiate => requested.or(negotiated).unwrap_or(ProtocolVersion::WITHOUT_HEADER),
+            VersionRule::Pinned(version) => version,
+            VersionRule::SdkList(_) => ProtocolVersion::NEWEST,
         }
     }
 }
@@ -157,11 +191,14 @@ pub struct RequestContext {
     pub transport_cancel: CancellationToken,
     /// Where progress notifications go, if this transport can carry them for this request.
     pub sink: Option<Arc<dyn FrameSink>>,
+    /// The revision this request says it speaks (HTTP's `MCP-Protocol-Version` header, read
+    /// leniently with [`ProtocolVersion::from_header`]); `None` when it says nothing.
+    pub protocol_version: Option<ProtocolVersion>,
 }
 
 impl RequestContext {
     pub fn new(transport_cancel: CancellationToken) -> Self {
-        RequestContext { transport_cancel, sink: None }
+        RequestContext { transport_cancel, sink: None, protocol_version: None }
     }
 }
 
@@ -181,18 +218,40 @@ pub struct McpServer<S: McpService + ?Sized> {
     wire: WireStyle,
     registry: CancellationRegistry,
     service: Arc<S>,
+    /// The revision this session's `initialize` negotiated, for a server that serves one session
+    /// (stdio). `None` for a stateless server (HTTP): every request says its own revision.
+    session: Option<std::sync::Mutex<Option<ProtocolVersion>>>,
 }
 
 impl<S: McpService + ?Sized> McpServer<S> {
-    /// A server with the tray's wire conventions ([`WireStyle::TRAY`]).
+    /// A stateless server with clawmcp's wire conventions ([`WireStyle::NEGOTIATING`]).
     pub fn new(info: ServerInfo, service: Arc<S>, duplicates: DuplicatePolicy) -> Self {
-        McpServer { info, wire: WireStyle::TRAY, registry: CancellationRegistry::new(duplicates), service }
+        McpServer {
+            info,
+            wire: WireStyle::NEGOTIATING,
+            registry: CancellationRegistry::new(duplicates),
+            service,
+            session: None,
+        }
     }
 
     /// Answers with another program's wire conventions.
     pub fn with_wire(mut self, wire: WireStyle) -> Self {
         self.wire = wire;
         self
+    }
+
+    /// This server serves one session (a stdio process): the revision `initialize` negotiates
+    /// decides the fields of every later answer.
+    pub fn for_one_session(mut self) -> Self {
+        self.session = Some(std::sync::Mutex::new(None));
+        self
+    }
+
+    /// The revision whose fields answer a request with `ctx`.
+    fn render_version(&self, ctx: &RequestContext) -> ProtocolVersion {
+        let negotiated = self.session.as_ref().and_then(|s| *s.lock().unwrap_or_else(|p| p.into_inner()));
+        self.wire.render_version(ctx.protocol_version, negotiated)
     }
 
     pub fn service(&self) -> &Arc<S> {
@@ -269,6 +328,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
     ) -> Result<Box<RawValue>, RpcError> {
         // Results are serialised straight from their typed form into the frame: a tool list
         // or a tool result never takes a detour through a `Value` tree (a deep copy per call).
+        let version = self.render_version(&ctx);
         match method {
             "initialize" => raw(&self.initialize(params)?),
             "ping" => raw(&json!({})),
@@ -277,17 +337,22 @@ impl<S: McpService + ?Sized> McpServer<S> {
                     self.wire.tool_execution_task_support.map(|support| ToolExecution { task_support: support });
                 self.service.list_ready().await;
                 let tools = self.service.list_tools();
-                raw(&ToolsList { tools: tools.iter().map(|tool| ListedTool { tool, execution }).collect() })
+                raw(&ToolsList {
+                    tools: tools
+                        .iter()
+                        .map(|tool| ListedTool { tool: Rendered::new(tool, version), execution })
+                        .collect(),
+                })
             }
             "tools/call" => {
                 let name = call_name(params);
                 let result = self.tools_call(Some(id), params, ctx).await?;
-                let encoded = self.encode_result(&result)?;
+                let encoded = self.encode_result(&result, version)?;
                 match encoded.get().len() {
                     len if len <= MAX_TOOL_RESULT_BYTES => Ok(encoded),
                     len => {
                         tracing::warn!(tool = %name, bytes = len, "tool result over the response limit; answered with an error");
-                        self.encode_result(&ToolResult::error(oversized_result(&name, len)))
+                        self.encode_result(&ToolResult::error(oversized_result(&name, len)), version)
                     }
                 }
             }
@@ -313,23 +378,20 @@ impl<S: McpService + ?Sized> McpServer<S> {
         }
     }
 
-    /// A tool result as the wire style writes it.
-    fn encode_result(&self, result: &ToolResult) -> Result<Box<RawValue>, RpcError> {
-        if result.is_error || self.wire.explicit_success_flag {
-            raw(result)
-        } else {
-            raw(&SuccessWithoutFlag {
-                content: &result.content,
-                structured_content: result.structured_content.as_ref(),
-            })
-        }
+    /// A tool result as the wire style writes it for `version`.
+    fn encode_result(&self, result: &ToolResult, version: ProtocolVersion) -> Result<Box<RawValue>, RpcError> {
+        raw(&ResultFrame { result, version, explicit_success_flag: self.wire.explicit_success_flag })
     }
 
     fn initialize(&self, params: Option<&RawValue>) -> Result<Value, RpcError> {
         let params = decode_params(params)?;
         let requested = params.as_ref().and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+        let answered = self.wire.initialize_version(requested);
+        if let Some(session) = &self.session {
+            *session.lock().unwrap_or_else(|p| p.into_inner()) = ProtocolVersion::parse(answered);
+        }
         let mut result = Map::new();
-        result.insert("protocolVersion".into(), self.wire.protocol_version(requested).into());
+        result.insert("protocolVersion".into(), answered.into());
         result.insert("capabilities".into(), self.service.capabilities());
         result.insert("serverInfo".into(), json!({"name": self.info.name, "version": self.info.version}));
         if let Some(instructions) = self.service.instructions() {
@@ -486,7 +548,7 @@ struct ToolsList<'a> {
 #[derive(serde::Serialize)]
 struct ListedTool<'a> {
     #[serde(flatten)]
-    tool: &'a Tool,
+    tool: Rendered<'a, Tool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     execution: Option<ToolExecution>,
 }
@@ -495,15 +557,6 @@ struct ListedTool<'a> {
 #[serde(rename_all = "camelCase")]
 struct ToolExecution {
     task_support: &'static str,
-}
-
-/// A successful tool result in the styles that leave `isError` out when it is false.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SuccessWithoutFlag<'a> {
-    content: &'a [crate::types::Content],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    structured_content: Option<&'a Value>,
 }
 
 /// The most bytes a `tools/call` result may take once encoded, whatever the tool: a backstop

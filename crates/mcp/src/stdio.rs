@@ -172,7 +172,11 @@ where
                 continue;
             }
         };
-        let ctx = RequestContext { transport_cancel: calls_cancel.child_token(), sink: Some(sink.clone()) };
+        let ctx = RequestContext {
+            transport_cancel: calls_cancel.child_token(),
+            sink: Some(sink.clone()),
+            protocol_version: None,
+        };
         match McpServer::<S>::classify(&message) {
             MessageClass::Control => {
                 if let Some(frame) = server.dispatch(message, ctx).await {

@@ -1,8 +1,10 @@
 //! MCP message bodies we produce: tool descriptors, tool results, content blocks, and the
 //! per-call context handed to a tool (cancellation, progress with its monotonic value rule).
 //!
-//! Hand-written rather than taken from an SDK so the wire stays exactly what the spec pins
-//! (protocol 2024-11-05 shapes, `isError` always present, no newer-spec fields).
+//! Hand-written rather than taken from an SDK so the wire stays exactly what each revision pins:
+//! a field or block a revision introduced is written only for clients that negotiated it
+//! ([`Rendered`]: the same value, serialised for one [`ProtocolVersion`]), so a 2024-11-05 client
+//! sees 2024-11-05 shapes (`isError` always present, no newer-spec fields).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -12,6 +14,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use crate::version::ProtocolVersion;
 
 /// Behaviour hints a client may show to a user or use to decide on confirmation. All four are
 /// always emitted so a reader never has to know the spec's defaults.
@@ -48,15 +52,61 @@ impl ToolAnnotations {
     };
 }
 
-/// One entry of `tools/list`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One entry of `tools/list`. Serialise it with [`Rendered`] for a client's revision: `title`
+/// and `outputSchema` exist from 2025-06-18 on.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     pub name: String,
+    /// A human-readable name for clients' UIs (2025-06-18).
+    pub title: Option<String>,
     pub description: String,
     pub input_schema: Schema,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The JSON Schema of `structuredContent` when the result shape is fixed (2025-06-18).
+    pub output_schema: Option<Schema>,
     pub annotations: Option<ToolAnnotations>,
+}
+
+/// `value` as a client speaking `version` may see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Rendered<'a, T> {
+    pub value: &'a T,
+    pub version: ProtocolVersion,
+}
+
+impl<'a, T> Rendered<'a, T> {
+    pub fn new(value: &'a T, version: ProtocolVersion) -> Self {
+        Rendered { value, version }
+    }
+}
+
+/// Every field, as the newest revision has them (snapshots, `--list-tools`, logs). What a client
+/// receives goes through [`Rendered`] instead.
+impl Serialize for Tool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Rendered::new(self, ProtocolVersion::NEWEST).serialize(serializer)
+    }
+}
+
+impl Serialize for Rendered<'_, Tool> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let tool = self.value;
+        let newer = self.version.at_least(ProtocolVersion::V2025_06_18);
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &tool.name)?;
+        if let (true, Some(title)) = (newer, &tool.title) {
+            map.serialize_entry("title", title)?;
+        }
+        map.serialize_entry("description", &tool.description)?;
+        map.serialize_entry("inputSchema", &tool.input_schema)?;
+        if let (true, Some(schema)) = (newer, &tool.output_schema) {
+            map.serialize_entry("outputSchema", schema)?;
+        }
+        if let Some(annotations) = &tool.annotations {
+            map.serialize_entry("annotations", annotations)?;
+        }
+        map.end()
+    }
 }
 
 /// A tool's input JSON Schema, serialised once and shared.
@@ -118,9 +168,10 @@ pub fn permissive_schema() -> Schema {
     PERMISSIVE.clone()
 }
 
-/// A content block of a tool result.
+/// A content block of a tool result. Binary data (`data`, `blob`) is base64, as the spec has it;
+/// images and audio always travel in their own blocks, never as base64 inside text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     Text {
         text: String,
@@ -130,9 +181,83 @@ pub enum Content {
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// 2025-03-26; an older client gets a text block saying what was left out.
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// An embedded resource (a file's contents with its URI).
+    Resource {
+        resource: EmbeddedResource,
+    },
+    /// A link to a resource the client may fetch (2025-06-18); an older client gets a text block
+    /// with the URI.
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+    },
+}
+
+/// The `resource` of an embedded resource block: text or base64 `blob` contents.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum EmbeddedResource {
+    Text {
+        uri: String,
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        text: String,
+    },
+    Blob {
+        uri: String,
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        blob: String,
+    },
+}
+
+impl Content {
+    /// The block as `version` can carry it: a block type the revision does not define becomes a
+    /// text block that says what it held, so an older client still learns of it.
+    pub fn for_version(&self, version: ProtocolVersion) -> std::borrow::Cow<'_, Content> {
+        use std::borrow::Cow;
+        match self {
+            Content::Audio { data, mime_type } if !version.at_least(ProtocolVersion::V2025_03_26) => {
+                Cow::Owned(Content::Text {
+                    text: format!(
+                        "[audio ({mime_type}, {} bytes) left out: protocol revision {version} has no audio content; \
+                         connect with 2025-03-26 or newer to receive it]",
+                        base64_decoded_len(data)
+                    ),
+                })
+            }
+            Content::ResourceLink { uri, name, description, .. } if !version.at_least(ProtocolVersion::V2025_06_18) => {
+                let about = description.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
+                Cow::Owned(Content::Text { text: format!("Resource {name} at {uri}{about}") })
+            }
+            other => Cow::Borrowed(other),
+        }
+    }
+}
+
+/// Bytes a padded base64 text decodes to.
+fn base64_decoded_len(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(padding)
 }
 
 /// The result of `tools/call`. Tool failures are results with `is_error`, never JSON-RPC errors.
+/// The derived `Serialize` writes every field as it is (the shape `openclaw mcp serve`'s SDK
+/// writes whatever the revision); [`ResultFrame`] writes it for one revision.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
@@ -140,6 +265,39 @@ pub struct ToolResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     pub is_error: bool,
+}
+
+/// A tool result as a client of `version` sees it: blocks the revision lacks become text
+/// ([`Content::for_version`]), `structuredContent` only from 2025-06-18 (a text block is always
+/// there for older clients), and `isError: false` written or left out as the wire style says.
+pub struct ResultFrame<'a> {
+    pub result: &'a ToolResult,
+    pub version: ProtocolVersion,
+    pub explicit_success_flag: bool,
+}
+
+impl Serialize for ResultFrame<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Blocks<'a>(&'a [Content], ProtocolVersion);
+        impl Serialize for Blocks<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.iter().map(|block| block.for_version(self.1)))
+            }
+        }
+        let result = self.result;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("content", &Blocks(&result.content, self.version))?;
+        if let (true, Some(structured)) =
+            (self.version.at_least(ProtocolVersion::V2025_06_18), &result.structured_content)
+        {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        if result.is_error || self.explicit_success_flag {
+            map.serialize_entry("isError", &result.is_error)?;
+        }
+        map.end()
+    }
 }
 
 impl ToolResult {
@@ -161,7 +319,7 @@ impl ToolResult {
     pub fn first_text(&self) -> Option<&str> {
         self.content.iter().find_map(|c| match c {
             Content::Text { text } => Some(text.as_str()),
-            Content::Image { .. } => None,
+            _ => None,
         })
     }
 }
@@ -351,8 +509,10 @@ mod tests {
     fn tool_wire_shape_has_camel_case_and_all_hints() {
         let tool = Tool {
             name: "x.y".into(),
+            title: None,
             description: "d".into(),
             input_schema: permissive_schema(),
+            output_schema: None,
             annotations: Some(ToolAnnotations::READ_ONLY),
         };
         let value = serde_json::to_value(tool).unwrap();
@@ -367,7 +527,14 @@ mod tests {
     fn a_schema_serialises_exactly_as_the_value_it_was_built_from() {
         let value = json!({"type": "object", "properties": {"z": {"type": "string"}, "a": {"enum": ["é", "\"q\""]}}});
         let schema = Schema::from(value.clone());
-        let tool = Tool { name: "t".into(), description: "d".into(), input_schema: schema.clone(), annotations: None };
+        let tool = Tool {
+            name: "t".into(),
+            title: None,
+            description: "d".into(),
+            input_schema: schema.clone(),
+            output_schema: None,
+            annotations: None,
+        };
         // Embedded in a tool, in a frame: byte for byte what the Value tree would have produced.
         let via_schema = serde_json::to_string(&tool).unwrap();
         let expected =
@@ -377,5 +544,135 @@ mod tests {
         assert_eq!(schema.to_value(), value, "key order survives the round trip");
         assert_eq!(schema, Schema::new(&value));
         assert_ne!(schema, permissive_schema());
+    }
+
+    fn full_tool() -> Tool {
+        Tool {
+            name: "device.info".into(),
+            title: Some("Device info".into()),
+            description: "d".into(),
+            input_schema: permissive_schema(),
+            output_schema: Some(Schema::new(&json!({"type": "object"}))),
+            annotations: Some(ToolAnnotations::READ_ONLY),
+        }
+    }
+
+    fn keys(value: &Value) -> Vec<&str> {
+        value.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    /// Which `tools/list` fields each revision sees: `title` and `outputSchema` from 2025-06-18.
+    #[test]
+    fn tool_fields_per_revision() {
+        let tool = full_tool();
+        let table = [
+            (ProtocolVersion::V2024_11_05, vec!["name", "description", "inputSchema", "annotations"]),
+            (ProtocolVersion::V2025_03_26, vec!["name", "description", "inputSchema", "annotations"]),
+            (
+                ProtocolVersion::V2025_06_18,
+                vec!["name", "title", "description", "inputSchema", "outputSchema", "annotations"],
+            ),
+            (
+                ProtocolVersion::V2025_11_25,
+                vec!["name", "title", "description", "inputSchema", "outputSchema", "annotations"],
+            ),
+        ];
+        for (version, expected) in table {
+            let value = serde_json::to_value(Rendered::new(&tool, version)).unwrap();
+            assert_eq!(keys(&value), expected, "{version}");
+        }
+    }
+
+    /// The block shapes of the 2025-11-25 schema, byte for byte.
+    #[test]
+    fn content_blocks_serialise_exactly_per_spec() {
+        let cases = [
+            (
+                Content::Image { data: "iVBO".into(), mime_type: "image/png".into() },
+                r#"{"type":"image","data":"iVBO","mimeType":"image/png"}"#,
+            ),
+            (
+                Content::Audio { data: "UklG".into(), mime_type: "audio/wav".into() },
+                r#"{"type":"audio","data":"UklG","mimeType":"audio/wav"}"#,
+            ),
+            (
+                Content::Resource {
+                    resource: EmbeddedResource::Text {
+                        uri: "file:///a.txt".into(),
+                        mime_type: Some("text/plain".into()),
+                        text: "hi".into(),
+                    },
+                },
+                r#"{"type":"resource","resource":{"uri":"file:///a.txt","mimeType":"text/plain","text":"hi"}}"#,
+            ),
+            (
+                Content::Resource {
+                    resource: EmbeddedResource::Blob {
+                        uri: "file:///a.bin".into(),
+                        mime_type: None,
+                        blob: "AAE=".into(),
+                    },
+                },
+                r#"{"type":"resource","resource":{"uri":"file:///a.bin","blob":"AAE="}}"#,
+            ),
+            (
+                Content::ResourceLink {
+                    uri: "file:///shot.png".into(),
+                    name: "shot.png".into(),
+                    title: None,
+                    description: Some("a screenshot".into()),
+                    mime_type: Some("image/png".into()),
+                    size: Some(1234),
+                },
+                r#"{"type":"resource_link","uri":"file:///shot.png","name":"shot.png","description":"a screenshot","mimeType":"image/png","size":1234}"#,
+            ),
+        ];
+        for (block, expected) in cases {
+            assert_eq!(serde_json::to_string(&block).unwrap(), expected);
+        }
+    }
+
+    /// Older clients get a text block for what their revision cannot carry, and never
+    /// `structuredContent`; the text block is always there.
+    #[test]
+    fn results_per_revision() {
+        let result = ToolResult {
+            content: vec![
+                Content::Text { text: "{\"a\":1}".into() },
+                Content::Audio { data: "AAAA".into(), mime_type: "audio/wav".into() },
+                Content::ResourceLink {
+                    uri: "file:///x".into(),
+                    name: "x".into(),
+                    title: None,
+                    description: None,
+                    mime_type: None,
+                    size: None,
+                },
+            ],
+            structured_content: Some(json!({"a": 1})),
+            is_error: false,
+        };
+        let render = |version| {
+            serde_json::to_value(ResultFrame { result: &result, version, explicit_success_flag: true }).unwrap()
+        };
+        let old = render(ProtocolVersion::V2024_11_05);
+        assert_eq!(keys(&old), ["content", "isError"]);
+        let types: Vec<&str> = old["content"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["text", "text", "text"]);
+        assert!(old["content"][1]["text"].as_str().unwrap().contains("audio (audio/wav, 3 bytes) left out"));
+        assert_eq!(old["content"][2]["text"], "Resource x at file:///x");
+        let mid = render(ProtocolVersion::V2025_03_26);
+        assert_eq!(mid["content"][1]["type"], "audio");
+        assert_eq!(mid["content"][2]["type"], "text");
+        let new = render(ProtocolVersion::V2025_06_18);
+        assert_eq!(keys(&new), ["content", "structuredContent", "isError"]);
+        assert_eq!(new["content"][2]["type"], "resource_link");
+        let sdk = serde_json::to_value(ResultFrame {
+            result: &result,
+            version: ProtocolVersion::NEWEST,
+            explicit_success_flag: false,
+        })
+        .unwrap();
+        assert_eq!(keys(&sdk), ["content", "structuredContent"], "the SDK style leaves isError:false out");
     }
 }

@@ -49,6 +49,8 @@ impl McpService for Fake {
             .unwrap()
             .iter()
             .map(|name| Tool {
+                title: None,
+                output_schema: None,
                 name: name.to_string(),
                 description: format!("{name} tool"),
                 input_schema: permissive_schema(),
@@ -63,6 +65,9 @@ impl McpService for Fake {
             match name {
                 "echo" => ToolResult::json(&Value::Object(args)),
                 "fail" => ToolResult::error("kaboom"),
+                "structured" => {
+                    ToolResult { structured_content: Some(json!({"a": 1})), ..ToolResult::json(&json!({"a": 1})) }
+                }
                 "sized" => {
                     // A text of exactly `bytes` characters that JSON does not escape.
                     let bytes = args.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
@@ -172,7 +177,7 @@ async fn initialize_reports_protocol_capabilities_and_server_info() {
     assert_eq!(
         response["result"],
         json!({
-            "protocolVersion": "2024-11-05",
+            "protocolVersion": "2025-11-25",
             "capabilities": {"tools": {"listChanged": false}},
             "serverInfo": {"name": "test-server", "version": "9.9.9"}
         })
@@ -796,12 +801,71 @@ async fn the_typescript_sdk_wire_style_matches_that_sdk() {
 }
 
 #[tokio::test]
-async fn the_tray_wire_style_is_the_default() {
+async fn the_default_wire_negotiates_with_the_trays_habits() {
     let server = server(Fake::with_tools(&["echo"]));
-    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}});
-    assert_eq!(call(&server, init).await["result"]["protocolVersion"], "2024-11-05");
+    let init =
+        |version: &str| json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":version}});
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2024-11-05"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        assert_eq!(call(&server, init(asked)).await["result"]["protocolVersion"], answered, "{asked}");
+    }
+    let missing = call(&server, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})).await;
+    assert_eq!(missing["result"]["protocolVersion"], "2025-11-25", "never an error over a version");
     let ok = call(&server, tool_call(json!(2), "echo", json!({}))).await;
     assert_eq!(ok["result"]["isError"], false);
     let listed = call(&server, json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await;
     assert!(listed["result"]["tools"][0].get("execution").is_none());
+}
+
+#[tokio::test]
+async fn the_tray_style_stays_pinned_to_2024_11_05() {
+    let server = Arc::new(
+        McpServer::new(
+            ServerInfo { name: "s".into(), version: "1".into() },
+            Fake::with_tools(&["echo"]),
+            DuplicatePolicy::Allow,
+        )
+        .with_wire(clawmcp_mcp::WireStyle::TRAY),
+    );
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}});
+    assert_eq!(call(&server, init).await["result"]["protocolVersion"], "2024-11-05");
+}
+
+/// A stateless server (HTTP) renders each request for the revision the request names (its
+/// header), a one-session server (stdio) for the revision `initialize` negotiated.
+#[tokio::test]
+async fn fields_follow_the_requests_header_or_the_sessions_revision() {
+    use clawmcp_mcp::ProtocolVersion;
+    let structured = |server: Arc<McpServer<Fake>>, version: Option<ProtocolVersion>| async move {
+        let body = tool_call(json!(9), "structured", json!({})).to_string();
+        let ctx = RequestContext { protocol_version: version, ..RequestContext::new(CancellationToken::new()) };
+        let frame: Value = serde_json::from_str(&server.handle(body.as_bytes(), ctx).await.unwrap()).unwrap();
+        frame["result"].get("structuredContent").is_some()
+    };
+    let stateless = server(Fake::with_tools(&["structured"]));
+    assert!(!structured(stateless.clone(), None).await, "no header: 2025-03-26, no structuredContent");
+    assert!(!structured(stateless.clone(), Some(ProtocolVersion::V2024_11_05)).await);
+    assert!(structured(stateless.clone(), Some(ProtocolVersion::V2025_06_18)).await);
+
+    let session = Arc::new(
+        McpServer::new(
+            ServerInfo { name: "s".into(), version: "1".into() },
+            Fake::with_tools(&["structured"]),
+            DuplicatePolicy::Allow,
+        )
+        .for_one_session(),
+    );
+    assert!(!structured(session.clone(), None).await, "before initialize");
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}});
+    call(&session, init).await;
+    assert!(structured(session.clone(), None).await, "after negotiating 2025-06-18");
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}});
+    call(&session, init).await;
+    assert!(!structured(session, None).await);
 }

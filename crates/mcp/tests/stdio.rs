@@ -81,7 +81,7 @@ async fn probe_then_initialize_then_eof_ends_cleanly() {
     s.send(r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#).await;
     assert_eq!(s.recv().await["error"]["code"], -32601);
     s.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).await;
-    assert_eq!(s.recv().await["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(s.recv().await["result"]["protocolVersion"], "2025-11-25");
     s.send("").await; // blank lines are ignored
     s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
     s.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;

@@ -89,6 +89,8 @@ pub fn describe(category: &str, spec: &CommandSpec) -> String {
 /// copied, since `tools/list` builds them on every call).
 pub fn tool_for(capability: &dyn Capability, spec: CommandSpec) -> Tool {
     Tool {
+        title: None,
+        output_schema: None,
         name: spec.name.to_string(),
         description: describe(capability.category(), &spec),
         input_schema: spec.input_schema.unwrap_or_else(permissive_schema),

@@ -183,8 +183,11 @@ where
     let service = Arc::new(service::ServeService::new(bridge.clone()));
     let info = ServerInfo { name: SERVER_NAME.to_owned(), version: server_version() };
     // The real bridge runs on the TypeScript MCP SDK: answer with its wire conventions.
-    let server =
-        Arc::new(McpServer::new(info, service.clone(), DuplicatePolicy::Reject).with_wire(WireStyle::TYPESCRIPT_SDK));
+    let server = Arc::new(
+        McpServer::new(info, service.clone(), DuplicatePolicy::Reject)
+            .with_wire(WireStyle::TYPESCRIPT_SDK)
+            .for_one_session(),
+    );
 
     let stop = shutdown.child_token();
     let input_ended = CancellationToken::new();

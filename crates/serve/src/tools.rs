@@ -66,6 +66,8 @@ pub(crate) fn descriptors() -> Vec<Tool> {
     let non_empty = || json!({"type": "string", "minLength": 1});
     let cursor = || int(0, crate::args::MAX_SAFE_INTEGER);
     let tool = |name: &str, description: &str, input_schema: Value, annotations: ToolAnnotations| Tool {
+        title: None,
+        output_schema: None,
         name: name.to_owned(),
         description: description.to_owned(),
         input_schema: input_schema.into(),

@@ -54,7 +54,7 @@ pub(crate) fn descriptor() -> Tool {
     let path = json!({"type": "string", "description": "Path to the file to edit (relative or absolute)"});
     let old = json!({"type": "string", "description": "Exact text to find and replace (must match exactly)"});
     let new = json!({"type": "string", "description": "New text to replace the old text with"});
-    Tool {
+    Tool { title: None, output_schema: None,
         name: NAME.into(),
         description: "Edit a file by replacing exact text. oldText must match the file exactly, including all \
                       whitespace and newlines (do not include the line-number prefix that read shows), and must \

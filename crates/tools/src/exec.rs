@@ -53,7 +53,7 @@ pub(crate) const FOLLOW_UP: &str = "Use process (list/poll/log/write/kill/clear/
 
 pub(crate) fn descriptor() -> Tool {
     let limits = JobLimits::DEFAULT;
-    Tool {
+    Tool { title: None, output_schema: None,
         name: NAME.into(),
         description: format!(
             "Run a command on this machine with this server's OS permissions. `command` is a shell command \

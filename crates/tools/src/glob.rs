@@ -38,6 +38,8 @@ pub(crate) const MAX_RESULTS: usize = 1000;
 
 pub(crate) fn descriptor() -> Tool {
     Tool {
+        title: None,
+        output_schema: None,
         name: NAME.into(),
         description: format!(
             "Find files by glob pattern, e.g. \"**/*.rs\" or \"src/**/*.{{ts,tsx}}\". Full glob syntax: *, ?, **, \

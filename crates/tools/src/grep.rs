@@ -137,7 +137,7 @@ impl OutputMode {
 pub(crate) fn descriptor() -> Tool {
     let limits = GrepLimits::DEFAULT;
     let context = |what: &str| json!({"type": "number", "description": format!("Lines to show {what} each match (output_mode \"content\" only)")});
-    Tool {
+    Tool { title: None, output_schema: None,
         name: NAME.into(),
         description: format!(
             "Search file contents with a regular expression (Rust regex syntax, as ripgrep: e.g. \"fn\\s+\\w+\", \

@@ -71,7 +71,7 @@ impl Action {
 
 pub(crate) fn descriptor() -> Tool {
     let limits = JobLimits::DEFAULT;
-    Tool {
+    Tool { title: None, output_schema: None,
         name: NAME.into(),
         description: format!(
             "Manage the background sessions exec started (ids bg-N). Actions: list (every kept session, running or \

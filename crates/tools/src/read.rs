@@ -66,6 +66,8 @@ pub(crate) fn descriptor() -> Tool {
     let limits = ReadLimits::DEFAULT;
     let path = json!({"type": "string", "description": "Path to the file to read (relative or absolute)"});
     Tool {
+        title: None,
+        output_schema: None,
         name: NAME.into(),
         description: format!(
             "Read a file. Text is returned with line numbers (`cat -n` style: number, tab, line) and is \

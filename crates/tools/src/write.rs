@@ -35,6 +35,8 @@ const ANNOTATIONS: ToolAnnotations =
 pub(crate) fn descriptor() -> Tool {
     let path = json!({"type": "string", "description": "Path to the file to write (relative or absolute)"});
     Tool {
+        title: None,
+        output_schema: None,
         name: NAME.into(),
         description: "Write content to a file, creating it or replacing it entirely. Missing parent directories \
                       are created. The write is atomic (a reader sees the old file or the new one, never a partial \

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clawmcp_http::{HttpConfig, Limits};
-use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo};
+use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, VersionRule, WireStyle};
 use clawmcp_node::approvals::{ApprovalsApi, ExecApprovals};
 use clawmcp_node::registry::ToolFilter;
 use clawmcp_node::settings::LiveSettings;
@@ -54,7 +54,11 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         let service =
             NodeMcpService::new(registry).with_filter(filter).with_local_methods(Arc::new(ApprovalsApi(approvals)));
         let info = ServerInfo { name: SERVER_NAME.into(), version: env!("CARGO_PKG_VERSION").into() };
-        let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow));
+        let mut wire = WireStyle::NEGOTIATING;
+        if let Some(version) = args.pin_protocol_version {
+            wire.versions = VersionRule::Pinned(version);
+        }
+        let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow).with_wire(wire));
 
         let config = HttpConfig { port: args.port, token_path: data.token_path(), limits: Limits::default() };
         let server = clawmcp_http::bind(config).await.context("cannot start the MCP server")?;

@@ -183,3 +183,60 @@ fn port_flag_limits_are_usage_errors() {
         sandbox.clawmcp(["node", "--port", port]).assert().code(2).stderr(contains("--port"));
     }
 }
+
+/// `initialize` over HTTP with `asked`; the revision answered.
+fn initialize_version(port: u16, token: &str, asked: &str) -> String {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(5)))
+        .build()
+        .into();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{asked}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let mut response = agent
+        .post(format!("http://127.0.0.1:{port}/"))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .send(body.as_str())
+        .unwrap();
+    let frame: serde_json::Value = serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    frame["result"]["protocolVersion"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_node_negotiates_the_protocol_revision_unless_pinned() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let token = node.token();
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2024-11-05", "2024-11-05"),
+        ("2026-07-28", "2025-11-25"),
+    ] {
+        assert_eq!(initialize_version(node.port, &token, asked), answered, "{asked}");
+    }
+    drop(node);
+
+    let data = sandbox.data();
+    let pinned = Node::start_with(&sandbox, |command, port| {
+        command
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--pin-protocol-version", "2024-11-05"]);
+    });
+    assert_eq!(initialize_version(pinned.port, &pinned.token(), "2025-11-25"), "2024-11-05");
+}
+
+#[test]
+fn an_unknown_pinned_revision_is_a_usage_error_listing_the_served_ones() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .clawmcp(["node", "--pin-protocol-version", "2030-01-01"])
+        .assert()
+        .code(2)
+        .stderr(contains("2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"));
+}

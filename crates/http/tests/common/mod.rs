@@ -61,6 +61,8 @@ impl McpService for FakeService {
         ["count", "wait_for_cancel", "slow"]
             .into_iter()
             .map(|name| Tool {
+                title: None,
+                output_schema: None,
                 name: name.into(),
                 description: format!("test tool {name}"),
                 input_schema: permissive_schema(),

@@ -88,6 +88,8 @@ impl GatewayTool {
     /// The `tools/list` entry: the gateway's schema plus the compatibility overlays.
     pub fn descriptor(&self) -> Tool {
         Tool {
+            title: None,
+            output_schema: None,
             name: self.name.clone(),
             description: self.description.clone(),
             input_schema: overlay_schema(&self.name, &self.input_schema).into(),

@@ -40,6 +40,8 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 
 pub fn descriptor() -> Tool {
     Tool {
+        title: None,
+        output_schema: None,
         name: super::catalog::SESSIONS_YIELD.into(),
         description: format!(
             "Suspend the current turn and wait until the subagents you spawned with sessions_spawn have \
