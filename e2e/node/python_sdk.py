@@ -1,7 +1,8 @@
 """Drive a running `clawmcp node` with the official Python `mcp` SDK (2.x) over HTTP.
 
 Why this exists: the Python SDK is one of the real MCP clients users point at the node.
-It probes `server/discover` before `initialize` in its default mode, uses httpx2, and
+It probes `server/discover` before `initialize` in its default mode (and then speaks the
+stateless revision 2026-07-28 with a server that answers it), uses httpx2, and
 cancels through anyio cancel scopes, so it exercises paths no Rust-side test can.
 
 Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed):
@@ -14,8 +15,9 @@ Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed)
   cancel-system-run    a long system.run (sh + sleep grandchild) cancelled by an anyio cancel
                        scope: the call is abandoned, the SDK sends notifications/cancelled, and
                        the whole process tree is gone afterwards; the session still works
-  discover-fallback    mode="auto": the SDK probes server/discover, gets an error and falls back
-                       to initialize, then lists tools
+  stateless-auto       mode="auto": the SDK probes server/discover, adopts the stateless
+                       revision (2026-07-28: no initialize, per-request _meta and headers) and
+                       lists and calls tools; every result it got carries resultType
 
 Environment: CLAWMCP_E2E_URL (http://127.0.0.1:PORT/), CLAWMCP_E2E_TOKEN_FILE.
 """
@@ -150,16 +152,32 @@ class Driver(CheckRunner):
         )
         await client.send_ping()  # the session survives a cancelled call
 
-    async def discover_fallback(self) -> None:
+    async def stateless_auto(self) -> None:
         self.exchanges.clear()
         async with self.http_client() as http, self.client(http, "auto") as client:
-            expect(client.session.initialize_result is not None, "auto mode did not fall back to initialize")
-            names = {tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools}
-            expect("system.which" in names, f"tools/list after fallback: {sorted(names)}")
-        expect(
-            self.sent_methods[:2] == ["server/discover", "initialize"],
-            f"expected the server/discover probe then initialize, sent {self.sent_methods[:4]}",
-        )
+            session = client.session
+            expect(session.discover_result is not None, "auto mode did not adopt server/discover")
+            expect(session.initialize_result is None, "auto mode ran initialize against a dual-era server")
+            expect(
+                "2026-07-28" in session.discover_result.supported_versions,
+                f"discover: {session.discover_result!r}",
+            )
+            await tools_list(client)
+            await system_which(client)
+            await self.device_info(client)
+            await self.unknown_tool(client)
+        expect(self.sent_methods[0] == "server/discover", f"expected the discover probe first: {self.sent_methods[:4]}")
+        expect("initialize" not in self.sent_methods, f"a stateless client sent initialize: {self.sent_methods}")
+        for exchange in self.exchanges:
+            if exchange.request.method != "POST" or exchange.method == "<response>":
+                continue
+            header = exchange.request.headers.get("mcp-protocol-version")
+            expect(header == "2026-07-28", f"{exchange.method} went out with MCP-Protocol-Version {header!r}")
+            answer = json.loads(exchange.response_text or "null")
+            expect(
+                isinstance(answer, dict) and answer.get("result", {}).get("resultType") == "complete",
+                f"{exchange.method}: a stateless result lacks resultType: {exchange.response_text}",
+            )
 
     async def run(self) -> int:
         await self.check("auth-required", self.auth_required)
@@ -167,7 +185,7 @@ class Driver(CheckRunner):
             await self.legacy_session_checks()
         except Exception as exc:  # noqa: BLE001 - connecting itself failed
             self.fail("connect-legacy", "".join(traceback.format_exception(exc)).strip())
-        await self.check("discover-fallback", self.discover_fallback)
+        await self.check("stateless-auto", self.stateless_auto)
         return self.summary()
 
 

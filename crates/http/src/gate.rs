@@ -35,6 +35,7 @@ use std::net::IpAddr;
 
 use bytes::Bytes;
 use clawmcp_mcp::ProtocolVersion;
+use clawmcp_mcp::modern::RoutingHeaders;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
@@ -221,6 +222,21 @@ pub(crate) fn accepts_event_stream<B>(request: &Request<B>) -> bool {
 pub(crate) fn protocol_version<B>(request: &Request<B>) -> Option<ProtocolVersion> {
     let value = request.headers().get("mcp-protocol-version")?;
     Some(value.to_str().map_or(ProtocolVersion::NEWEST, ProtocolVersion::from_header))
+}
+
+/// The headers a stateless (2026-07-28) request repeats from its body, borrowed from `headers`
+/// (see `clawmcp_mcp::modern::check_routing_headers`). A value sent twice, or not visible ASCII,
+/// never matches.
+pub(crate) fn routing_headers(headers: &http::HeaderMap) -> RoutingHeaders<'_> {
+    let one = |name: &str| {
+        let mut values = headers.get_all(name).iter();
+        let first = values.next()?;
+        Some(match values.next() {
+            Some(_) => Err(()),
+            None => first.to_str().map_err(|_| ()),
+        })
+    };
+    RoutingHeaders { protocol_version: one("mcp-protocol-version"), method: one("mcp-method"), name: one("mcp-name") }
 }
 
 /// The media types of every `Accept` header, without parameters (compare them ignoring case).

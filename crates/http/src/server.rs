@@ -41,8 +41,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clawmcp_mcp::jsonrpc::{self, Incoming, RequestId};
+use clawmcp_mcp::modern;
 use clawmcp_mcp::{
-    McpServer, McpService, MessageClass, ProtocolVersion, RequestContext, RpcError, TIMED_OUT, ToolResult,
+    HttpEra, McpServer, McpService, MessageClass, ProtocolVersion, RequestContext, RpcError, TIMED_OUT, ToolResult,
 };
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -334,18 +335,32 @@ async fn answer<S: McpService + ?Sized>(
     gate::refuse_declared_oversize(request.body(), limits.max_body_bytes)?;
     let accepts_event_stream = gate::accepts_event_stream(&request);
     let protocol_version = gate::protocol_version(&request);
+    let (head, body) = request.into_parts();
 
     let deadline = received + limits.request_timeout;
     let ingress = shared.pools.ingress().await?;
     let body_deadline = deadline.min(received + limits.body_read_timeout);
     // Shutdown (the parent of every request's token) also ends a body read.
-    let body = read_body(request.into_body(), limits.max_body_bytes, body_deadline, &shared.requests).await?;
+    let body = read_body(body, limits.max_body_bytes, body_deadline, &shared.requests).await?;
     let message = match jsonrpc::parse(&body) {
         Ok(message) => message,
         Err(rejection) => return Ok(whole(jsonrpc_response(jsonrpc::rejection_frame(rejection)))),
     };
     drop(body);
     drop(ingress);
+    let stateless = match shared.mcp.http_era(&message, &gate::routing_headers(&head.headers)) {
+        HttpEra::Legacy => false,
+        HttpEra::Stateless => true,
+        HttpEra::Rejected(error) => {
+            let id = match &message {
+                Incoming::Request { id, .. } => Some(id),
+                _ => None,
+            };
+            let status = modern::http_status_of_error(error.code.code());
+            return Ok(whole(with_status(jsonrpc_response(Some(jsonrpc::error_frame(id, &error))), status)));
+        }
+    };
+    drop(head);
 
     let class = McpServer::<S>::classify(&message);
     // The transport's side of this request. For a tool call it fires at the deadline, on
@@ -393,7 +408,15 @@ async fn answer<S: McpService + ?Sized>(
         MessageClass::Control => dispatch.await,
     };
     match handled {
-        Handled::Answered(frame) => Ok(whole(jsonrpc_response(frame))),
+        Handled::Answered(frame) => {
+            // A stateless request's error goes out at its own status (404 for an unknown
+            // method, 400 for a malformed request); the legacy era answers every frame at 200.
+            let status = match (&frame, stateless) {
+                (Some(frame), true) => jsonrpc::error_code_of_frame(frame).map_or(200, modern::http_status_of_error),
+                _ => 200,
+            };
+            Ok(whole(with_status(jsonrpc_response(frame), status)))
+        }
         Handled::Abandoned => Err(Refusal::TimedOut),
     }
 }
@@ -474,6 +497,16 @@ async fn dispatch_bounded<S: McpService + ?Sized>(
             Handled::Abandoned
         }
     }
+}
+
+/// `response` with `status`, unless that is 200 (what it has, or `202` for no frame).
+fn with_status(mut response: Response<Full<Bytes>>, status: u16) -> Response<Full<Bytes>> {
+    if status != 200
+        && let Ok(status) = StatusCode::from_u16(status)
+    {
+        *response.status_mut() = status;
+    }
+    response
 }
 
 /// A whole (non-streamed) response in the body type every response shares.

@@ -32,6 +32,10 @@ pub enum ErrorCode {
     MethodNotFound,
     InvalidParams,
     InternalError,
+    /// 2026-07-28: a request named a protocol revision the server does not serve.
+    UnsupportedProtocolVersion,
+    /// 2026-07-28 over HTTP: an `Mcp-*` header disagrees with the body.
+    HeaderMismatch,
 }
 
 impl ErrorCode {
@@ -42,6 +46,8 @@ impl ErrorCode {
             ErrorCode::MethodNotFound => -32601,
             ErrorCode::InvalidParams => -32602,
             ErrorCode::InternalError => -32603,
+            ErrorCode::UnsupportedProtocolVersion => -32022,
+            ErrorCode::HeaderMismatch => -32020,
         }
     }
 }
@@ -400,6 +406,20 @@ struct ResponseFrame<'a, R: Serialize> {
 pub fn success_frame<R: Serialize>(id: &RequestId, result: &R) -> String {
     let frame = ResponseFrame { jsonrpc: "2.0", id: Some(id.raw()), result: Some(result), error: None };
     serde_json::to_string(&frame).unwrap_or_else(|_| error_frame(Some(id), &RpcError::internal()))
+}
+
+/// The `error.code` of a response frame this crate wrote, or `None` for a result (the
+/// result is skipped, not parsed into values).
+pub fn error_code_of_frame(frame: &str) -> Option<i64> {
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    #[derive(Deserialize)]
+    struct Frame {
+        error: Option<Code>,
+    }
+    serde_json::from_str::<Frame>(frame).ok()?.error.map(|error| error.code)
 }
 
 /// Serialises an error response; `id: null` when the id could not be read.

@@ -7,6 +7,8 @@
 //! - [`cancel`]: the cancellation registry (in-flight calls, tombstones, completion guards).
 //! - [`types`]: tool descriptors, tool results, the per-call context (cancel, progress).
 //! - [`version`]: the MCP revisions served and the one negotiation rule.
+//! - [`modern`]: the stateless revision (2026-07-28) served beside them: `server/discover`,
+//!   per-request `_meta` versions, no session.
 //! - [`server`]: the dispatcher and the [`McpService`] trait a surface implements.
 //! - [`stdio`]: newline-delimited transport for the stdio surfaces.
 //! - [`tool_filter`]: `--tools PATTERNS`, globs narrowing what a surface serves.
@@ -17,6 +19,7 @@
 
 pub mod cancel;
 pub mod jsonrpc;
+pub mod modern;
 pub mod params;
 pub mod server;
 pub mod stdio;
@@ -29,7 +32,7 @@ pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use params::ParamsError;
 pub use server::{
-    CANCELLED, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
+    CANCELLED, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
     VersionRule, WireStyle,
 };
 pub use tool_filter::{ToolFilter, ToolFilterError};

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Registration};
 use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw};
+use crate::modern;
 use crate::params::{self, ParamsError};
 use crate::types::{CallContext, FrameSink, Progress, Rendered, ResultFrame, Tool, ToolResult};
 use crate::version::ProtocolVersion;
@@ -114,6 +115,22 @@ pub struct WireStyle {
     /// An `execution` object added to every `tools/list` entry (the SDK adds
     /// `{"taskSupport": "forbidden"}`), or none.
     pub tool_execution_task_support: Option<&'static str>,
+    /// Whether the stateless revision (2026-07-28, [`crate::modern`]) is served: `server/discover`
+    /// answers and `_meta`-versioned requests are served without a session. Off, discover is an
+    /// unknown method (-32601), which a dual-era client takes as "use `initialize`", and a
+    /// request's `_meta` is ignored as every `initialize`-era server ignores it.
+    pub serves_stateless_era: bool,
+}
+
+/// How an HTTP request is served (see [`McpServer::http_era`]).
+#[derive(Debug)]
+pub enum HttpEra {
+    /// By the `initialize` revisions' rules: every JSON-RPC answer at HTTP 200.
+    Legacy,
+    /// Statelessly (2026-07-28): errors at the status [`modern::http_status_of_error`] gives.
+    Stateless,
+    /// Refused before it runs, with this error (at its status).
+    Rejected(RpcError),
 }
 
 /// How a wire style chooses the protocol revision of `initialize` and of the fields it emits.
@@ -137,12 +154,17 @@ impl WireStyle {
         method_not_found_names_method: true,
         explicit_success_flag: true,
         tool_execution_task_support: None,
+        serves_stateless_era: true,
     };
 
     /// Spec 000's node host exactly as the Windows tray answers: 2024-11-05 whatever the client
     /// asks, no newer-revision fields.
-    pub const TRAY: WireStyle =
-        WireStyle { versions: VersionRule::Pinned(ProtocolVersion::V2024_11_05), ..WireStyle::NEGOTIATING };
+    /// The tray has no stateless era, so a pinned node has none either.
+    pub const TRAY: WireStyle = WireStyle {
+        versions: VersionRule::Pinned(ProtocolVersion::V2024_11_05),
+        serves_stateless_era: false,
+        ..WireStyle::NEGOTIATING
+    };
 
     /// A server built on `@modelcontextprotocol/sdk` 1.x (e.g. `openclaw mcp serve`).
     pub const TYPESCRIPT_SDK: WireStyle = WireStyle {
@@ -150,6 +172,10 @@ impl WireStyle {
         method_not_found_names_method: false,
         explicit_success_flag: false,
         tool_execution_task_support: Some("forbidden"),
+        // `openclaw mcp serve` answers discover with -32601; serve also pushes session-scoped
+        // notifications (live events, Claude channel messages) that the stateless revision
+        // only delivers over `subscriptions/listen`, which is not served (see `crate::modern`).
+        serves_stateless_era: false,
     };
 
     /// The `protocolVersion` `initialize` answers to a client that asked for `requested`.
@@ -319,12 +345,98 @@ impl<S: McpService + ?Sized> McpServer<S> {
         }
     }
 
+    /// Routes a request by era (see [`crate::modern`]): a request whose `_meta` names the
+    /// stateless revision is served statelessly; everything else (every `initialize`) by the
+    /// `initialize` revisions, unchanged.
     async fn request(
         &self,
         id: &RequestId,
         method: &str,
         params: Option<&RawValue>,
+        mut ctx: RequestContext,
+    ) -> Result<Box<RawValue>, RpcError> {
+        if !self.wire.serves_stateless_era {
+            return self.legacy_request(id, method, params, ctx, false).await;
+        }
+        let modern = match method {
+            "initialize" => None,
+            _ => modern::era_of(params).transpose()?,
+        };
+        if method == "server/discover" {
+            // Answered in either era: it is how a dual-era client learns this server is one.
+            return self.discover();
+        }
+        if modern.is_none() {
+            return self.legacy_request(id, method, params, ctx, false).await;
+        }
+        if modern::is_removed(method) {
+            return Err(self.method_not_found(method));
+        }
+        ctx.protocol_version = Some(ProtocolVersion::NEWEST);
+        let result = self.legacy_request(id, method, params, ctx, true).await?;
+        let hints = if method.ends_with("/list") { modern::CACHE_HINTS } else { &[] };
+        modern::decorate(&result, &self.server_info(), hints)
+    }
+
+    /// The era an HTTP request is served in, checked against its routing headers before it
+    /// runs (see [`modern::check_routing_headers`]). Stdio has no headers and no such step: the
+    /// dispatcher alone decides there.
+    pub fn http_era(&self, message: &Incoming, headers: &modern::RoutingHeaders<'_>) -> HttpEra {
+        let Incoming::Request { method, params, .. } = message else { return HttpEra::Legacy };
+        if !self.wire.serves_stateless_era || method == "initialize" {
+            return HttpEra::Legacy;
+        }
+        match modern::era_of(params.as_deref()) {
+            Some(Ok(request)) => match modern::check_routing_headers(&request, method, params.as_deref(), headers) {
+                Ok(()) => HttpEra::Stateless,
+                Err(error) => HttpEra::Rejected(error),
+            },
+            Some(Err(error)) => HttpEra::Rejected(error),
+            // Discover is answered whatever the era; a legacy client may probe it bare.
+            None if method == "server/discover" => HttpEra::Legacy,
+            None if headers.names_modern_version() => HttpEra::Rejected(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "Invalid params: the MCP-Protocol-Version header names a stateless revision, so params._meta must carry {} and {} ({{}} for no capabilities)",
+                    modern::META_PROTOCOL_VERSION,
+                    modern::META_CLIENT_CAPABILITIES
+                ),
+            )),
+            None => HttpEra::Legacy,
+        }
+    }
+
+    /// `server/discover`: what this server serves, in the stateless revision's shape.
+    fn discover(&self) -> Result<Box<RawValue>, RpcError> {
+        let mut result = Map::new();
+        result.insert("supportedVersions".into(), json!(modern::MODERN_VERSIONS));
+        result.insert("capabilities".into(), modern::capabilities(&self.service.capabilities()));
+        if let Some(instructions) = self.service.instructions() {
+            result.insert("instructions".into(), instructions.into());
+        }
+        modern::decorate(&raw(&result)?, &self.server_info(), modern::CACHE_HINTS)
+    }
+
+    fn server_info(&self) -> Value {
+        json!({"name": self.info.name, "version": self.info.version})
+    }
+
+    fn method_not_found(&self, method: &str) -> RpcError {
+        match self.wire.method_not_found_names_method {
+            true => RpcError::method_not_found(method),
+            false => RpcError::new(ErrorCode::MethodNotFound, "Method not found"),
+        }
+    }
+
+    /// A request by the `initialize` revisions' rules (`stateless`: for the stateless revision,
+    /// which drops the SDK style's `execution` object).
+    async fn legacy_request(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: Option<&RawValue>,
         ctx: RequestContext,
+        stateless: bool,
     ) -> Result<Box<RawValue>, RpcError> {
         // Results are serialised straight from their typed form into the frame: a tool list
         // or a tool result never takes a detour through a `Value` tree (a deep copy per call).
@@ -333,8 +445,12 @@ impl<S: McpService + ?Sized> McpServer<S> {
             "initialize" => raw(&self.initialize(params)?),
             "ping" => raw(&json!({})),
             "tools/list" => {
-                let execution =
-                    self.wire.tool_execution_task_support.map(|support| ToolExecution { task_support: support });
+                let execution = match stateless {
+                    true => None,
+                    false => {
+                        self.wire.tool_execution_task_support.map(|support| ToolExecution { task_support: support })
+                    }
+                };
                 self.service.list_ready().await;
                 let tools = self.service.list_tools();
                 raw(&ToolsList {
@@ -372,8 +488,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
                         Err(RpcError::internal())
                     }
                 },
-                None if self.wire.method_not_found_names_method => Err(RpcError::method_not_found(other)),
-                None => Err(RpcError::new(ErrorCode::MethodNotFound, "Method not found")),
+                None => Err(self.method_not_found(other)),
             },
         }
     }

@@ -365,9 +365,9 @@ async fn panicking_tool_is_a_generic_internal_error() {
 }
 
 #[tokio::test]
-async fn unknown_methods_and_discovery_probes_get_method_not_found() {
+async fn unknown_methods_and_optional_probes_get_method_not_found() {
     let server = server(Fake::with_tools(&[]));
-    for method in ["nonsense", "server/discover", "logging/setLevel", "completion/complete"] {
+    for method in ["nonsense", "logging/setLevel", "completion/complete"] {
         let response = call(&server, json!({"jsonrpc":"2.0","id":1,"method":method})).await;
         assert_eq!(response["error"]["code"], -32601, "{method}");
         assert_eq!(response["error"]["message"], format!("Method not found: {method}"));
@@ -789,6 +789,9 @@ async fn the_typescript_sdk_wire_style_matches_that_sdk() {
     assert_eq!(call(&server, init("1999-01-01")).await["result"]["protocolVersion"], "2025-11-25");
     let unknown = call(&server, json!({"jsonrpc":"2.0","id":2,"method":"nonsense"})).await;
     assert_eq!(unknown["error"], json!({"code": -32601, "message": "Method not found"}));
+    // No stateless era: discover is unknown, so a dual-era client falls back to initialize.
+    let discover = call(&server, json!({"jsonrpc":"2.0","id":2,"method":"server/discover","params":{}})).await;
+    assert_eq!(discover["error"], json!({"code": -32601, "message": "Method not found"}));
     let listed = call(&server, json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await;
     let first = listed["result"]["tools"][0].as_object().unwrap().clone();
     let keys: Vec<&str> = first.keys().map(String::as_str).collect();
@@ -835,6 +838,8 @@ async fn the_tray_style_stays_pinned_to_2024_11_05() {
     );
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}});
     assert_eq!(call(&server, init).await["result"]["protocolVersion"], "2024-11-05");
+    let discover = call(&server, json!({"jsonrpc":"2.0","id":2,"method":"server/discover"})).await;
+    assert_eq!(discover["error"]["code"], -32601, "the tray has no stateless era: {discover}");
 }
 
 /// A stateless server (HTTP) renders each request for the revision the request names (its
@@ -868,4 +873,76 @@ async fn fields_follow_the_requests_header_or_the_sessions_revision() {
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}});
     call(&session, init).await;
     assert!(!structured(session, None).await);
+}
+
+/// `_meta` of a stateless (2026-07-28) request.
+fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+#[tokio::test]
+async fn server_discover_round_trip() {
+    let server = server(Fake::with_tools(&["echo"]));
+    let discover = json!({"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta": modern_meta()}});
+    let response = call(&server, discover).await;
+    assert_eq!(
+        response["result"],
+        json!({
+            "resultType": "complete",
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "test-server", "version": "9.9.9"}},
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+        })
+    );
+    // A probe without _meta (a client unsure of the era) gets the same answer, never an error.
+    let bare = call(&server, json!({"jsonrpc":"2.0","id":1,"method":"server/discover"})).await;
+    assert_eq!(bare["result"]["supportedVersions"], json!(["2026-07-28"]));
+}
+
+#[tokio::test]
+async fn stateless_requests_are_served_without_initialize_and_decorated() {
+    let server = server(Fake::with_tools(&["echo", "structured"]));
+    let listed =
+        call(&server, json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": modern_meta()}})).await;
+    let result = &listed["result"];
+    assert_eq!(
+        (result["resultType"].clone(), result["ttlMs"].clone(), result["cacheScope"].clone()),
+        (json!("complete"), json!(0), json!("private"))
+    );
+    assert_eq!(result["tools"].as_array().unwrap().len(), 2);
+    let called = call(
+        &server,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"structured","arguments":{},"_meta": modern_meta()}}),
+    )
+    .await;
+    assert_eq!(called["result"]["resultType"], "complete");
+    assert_eq!(called["result"]["structuredContent"], json!({"a": 1}), "the newest fields in this revision");
+    assert!(called["result"].get("ttlMs").is_none(), "a call result is not a cacheable list");
+    // Removed methods are unknown here; a legacy ping is still a ping.
+    let ping = call(&server, json!({"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta": modern_meta()}})).await;
+    assert_eq!(ping["error"]["code"], -32601);
+    let legacy = call(&server, json!({"jsonrpc":"2.0","id":4,"method":"ping"})).await;
+    assert_eq!(legacy["result"], json!({}));
+    let legacy_list = call(&server, json!({"jsonrpc":"2.0","id":5,"method":"tools/list"})).await;
+    assert!(legacy_list["result"].get("resultType").is_none(), "legacy answers are unchanged");
+}
+
+#[tokio::test]
+async fn stateless_requests_with_a_bad_meta_get_the_revisions_errors() {
+    let server = server(Fake::with_tools(&["echo"]));
+    let unsupported = json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}});
+    let response =
+        call(&server, json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": unsupported}})).await;
+    assert_eq!(response["error"]["code"], -32022);
+    assert_eq!(response["error"]["data"]["requested"], "2099-01-01");
+    assert_eq!(response["error"]["data"]["supported"][0], "2026-07-28");
+    let no_caps = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let response =
+        call(&server, json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": no_caps}})).await;
+    assert_eq!(response["error"]["code"], -32602);
+    // `initialize` always takes the legacy path, whatever its _meta says.
+    let init = json!({"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","_meta": modern_meta()}});
+    assert_eq!(call(&server, init).await["result"]["protocolVersion"], "2025-06-18");
 }

@@ -78,8 +78,9 @@ impl Session {
 #[tokio::test]
 async fn probe_then_initialize_then_eof_ends_cleanly() {
     let mut s = start();
+    // A dual-era client probes first; a legacy-only one gets a result it ignores.
     s.send(r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#).await;
-    assert_eq!(s.recv().await["error"]["code"], -32601);
+    assert_eq!(s.recv().await["result"]["supportedVersions"], json!(["2026-07-28"]));
     s.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).await;
     assert_eq!(s.recv().await["result"]["protocolVersion"], "2025-11-25");
     s.send("").await; // blank lines are ignored
