@@ -23,6 +23,7 @@ pub mod modern;
 pub mod params;
 pub mod server;
 pub mod stdio;
+pub mod tool;
 pub mod tool_filter;
 pub mod types;
 pub mod version;
@@ -35,6 +36,7 @@ pub use server::{
     CANCELLED, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
     VersionRule, WireStyle,
 };
+pub use tool::{Handler, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet};
 pub use tool_filter::{ToolFilter, ToolFilterError};
 pub use types::{
     CallContext, Content, EmbeddedResource, FrameSink, Progress, Rendered, ResultFrame, Schema, Tool, ToolAnnotations,

@@ -1,25 +1,87 @@
-//! The one capability trait every native feature implements, and the types of an invocation.
+//! A node capability: a family of commands backed by one native feature, each command one
+//! [`Command`] (the core's [`ToolDef`]: descriptor and handler in one value).
 //!
-//! A capability never knows which transport called it: the loopback MCP server and (later) the
-//! gateway node connection build the same [`InvokeRequest`] and get the same [`InvokeResult`].
-//! Adding a capability = one module implementing [`Capability`] + one registration line.
+//! A command never knows which transport called it: the loopback MCP server and the gateway
+//! node connection build the same [`InvokeRequest`] and render the same [`ToolOutcome`] (MCP
+//! content blocks, or the gateway's `payloadJSON`). Adding a command = one module with its
+//! [`CommandSpec`] and handler, one line in its capability's command list, one README row.
 
-use clawmcp_mcp::{CallContext, ToolAnnotations};
+use std::future::Future;
+
+use clawmcp_mcp::{CallContext, Schema, Tool, ToolAnnotations, ToolDef, ToolFailure, ToolOutcome, ToolOutput};
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
-/// One command a capability serves, as published in `tools/list` (and to the gateway).
+/// One command as published in `tools/list` (and to the gateway): the literal each command
+/// module writes, turned into a [`Command`] by [`CommandSpec::with_handler`].
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
     /// Dotted command name, also the MCP tool name (`system.run`).
     pub name: &'static str,
+    /// A human-readable name for clients' UIs (MCP 2025-06-18 `title`).
+    pub title: Option<&'static str>,
     /// Curated description. `None` falls back to `"{category} capability: {command}"`.
     pub description: Option<&'static str>,
     /// JSON Schema of the arguments object. `None` publishes the permissive schema.
-    pub input_schema: Option<clawmcp_mcp::Schema>,
+    pub input_schema: Option<Schema>,
+    /// JSON Schema of the result, for commands whose result shape is fixed: clients of MCP
+    /// 2025-06-18 and later then also get the result as `structuredContent`.
+    pub output_schema: Option<Schema>,
     /// Behaviour hints for clients.
     pub annotations: ToolAnnotations,
 }
+
+impl CommandSpec {
+    /// The category of a command: its name up to the first dot (`system.run` is `system`), as
+    /// the gateway's `caps` list names it.
+    pub fn category(&self) -> &'static str {
+        category_of(self.name)
+    }
+
+    /// The MCP descriptor.
+    pub fn tool(self) -> Tool {
+        Tool {
+            description: match self.description {
+                Some(text) => text.to_string(),
+                None => format!("{} capability: {}", self.category(), self.name),
+            },
+            name: self.name.to_string(),
+            title: self.title.map(str::to_string),
+            input_schema: self.input_schema.unwrap_or_else(clawmcp_mcp::permissive_schema),
+            output_schema: self.output_schema,
+            annotations: Some(self.annotations),
+        }
+    }
+
+    /// The command: this descriptor and `handler`, whose JSON answer (or failure) becomes the
+    /// command's outcome. A handler that answers with content blocks uses
+    /// [`CommandSpec::with_output_handler`].
+    pub fn with_handler<F, Fut>(self, handler: F) -> Command
+    where
+        F: Fn(InvokeRequest, CallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = InvokeResult> + Send + 'static,
+    {
+        self.with_output_handler(move |request, ctx| handler(request, ctx).map(|result| result.map(ToolOutput::from)))
+    }
+
+    /// The command, with a handler that builds its whole [`ToolOutput`].
+    pub fn with_output_handler<F, Fut>(self, handler: F) -> Command
+    where
+        F: Fn(InvokeRequest, CallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolOutcome> + Send + 'static,
+    {
+        ToolDef::new(self.tool(), move |request, ctx| handler(request, ctx).boxed())
+    }
+}
+
+/// The category of a command name (see [`CommandSpec::category`]).
+pub fn category_of(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// One node command: descriptor and handler (see [`clawmcp_mcp::tool`]).
+pub type Command = ToolDef<InvokeRequest>;
 
 /// An invocation, identical whichever transport produced it.
 #[derive(Debug, Clone)]
@@ -34,54 +96,32 @@ pub struct InvokeRequest {
     pub session_key: Option<String>,
 }
 
-/// A capability's failure: a message for the caller. Over MCP it becomes `isError: true`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct CapabilityError {
-    pub message: String,
-}
+/// A command's failure: a message for the caller (over MCP an `isError` result) and optionally
+/// a gateway error code.
+pub type CapabilityError = ToolFailure;
 
-impl CapabilityError {
-    pub fn new(message: impl Into<String>) -> Self {
-        CapabilityError { message: message.into() }
-    }
-}
-
-impl From<String> for CapabilityError {
-    fn from(message: String) -> Self {
-        CapabilityError { message }
-    }
-}
-
-impl From<&str> for CapabilityError {
-    fn from(message: &str) -> Self {
-        CapabilityError { message: message.to_string() }
-    }
-}
-
-/// The payload of a successful invocation (serialised compactly as the MCP text content).
+/// The JSON answer of a command that has no content blocks (most of them).
 pub type InvokeResult = Result<Value, CapabilityError>;
 
-/// A family of commands backed by one native feature.
+/// A family of commands backed by one native feature, registered with one line in
+/// [`crate::Registry::builtin`].
 pub trait Capability: Send + Sync + 'static {
-    /// Category for the description fallback and the gateway `caps` list (`system`, `device`).
-    fn category(&self) -> &'static str;
+    /// Every command this capability owns, in published order. A command with a live switch is
+    /// still here, marked with [`ToolDef::listed_while`]: hidden from lists while off, its
+    /// handler explains the switch to a caller that reaches it anyway.
+    fn commands(&self) -> Vec<Command>;
 
-    /// The commands served *right now*. Read on every `tools/list` and `tools/call`, so a
-    /// capability may hide commands live (the system-run kill switch does).
-    fn commands(&self) -> Vec<CommandSpec>;
-
-    /// Whether this capability owns `command`, even when it is hidden right now. The default is
-    /// "currently listed"; a capability with a live switch answers for its hidden commands too,
-    /// so a call to a switched-off command gets the capability's own explanation instead of
-    /// "Unknown tool".
-    fn handles(&self, command: &str) -> bool {
-        self.commands().iter().any(|spec| spec.name == command)
+    /// Runs `request.command` directly (tests, and callers that hold a capability rather than
+    /// the registry).
+    fn invoke(&self, request: InvokeRequest, ctx: CallContext) -> BoxFuture<'static, ToolOutcome> {
+        match self.commands().into_iter().find(|command| command.name() == request.command) {
+            Some(command) => command.call(request, ctx),
+            None => {
+                let error = CapabilityError::new(format!("Unknown command: {}", request.command));
+                futures_util::future::ready(Err(error)).boxed()
+            }
+        }
     }
-
-    /// Runs one command. `ctx.cancel` fires on client cancellation, deadline or shutdown; the
-    /// capability must then stop its work (kill child processes) and return promptly.
-    fn invoke<'a>(&'a self, request: InvokeRequest, ctx: CallContext) -> BoxFuture<'a, InvokeResult>;
 }
 
 /// Typed accessors with the upstream leniency: a wrong JSON type reads as absent (the default

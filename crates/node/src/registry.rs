@@ -9,24 +9,24 @@
 //! [`ToolFilter`] (`clawmcp node --tools`, shared with the other surfaces from `clawmcp-mcp`)
 //! narrows what is served, on `tools/list` *and* `tools/call`.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
-use clawmcp_mcp::{CallContext, McpService, RpcError, Tool, ToolResult, permissive_schema};
+use clawmcp_mcp::{CallContext, McpService, RpcError, Tool, ToolResult, ToolSet};
 pub use clawmcp_mcp::{ToolFilter, ToolFilterError};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::approvals::ExecApprovals;
-use crate::capability::{Capability, CommandSpec, InvokeRequest};
+use crate::capability::{Capability, Command, InvokeRequest, category_of};
 use crate::device::DeviceCapability;
 use crate::settings::LiveSettings;
 use crate::system::SystemCapability;
 
-/// Capabilities in registration order. Cheap to share.
+/// Every command in registration order (the core's [`ToolSet`]). Cheap to share.
 #[derive(Default)]
 pub struct Registry {
-    capabilities: RwLock<Vec<Arc<dyn Capability>>>,
+    commands: ToolSet<InvokeRequest>,
 }
 
 impl Registry {
@@ -38,63 +38,54 @@ impl Registry {
     /// `device.*`). A new capability is registered here and nowhere else.
     pub fn builtin(settings: Arc<LiveSettings>, approvals: Arc<ExecApprovals>) -> Self {
         let registry = Registry::new();
-        registry.register(Arc::new(SystemCapability::new(settings, approvals)));
-        registry.register(Arc::new(DeviceCapability::new()));
+        registry.register(&SystemCapability::new(settings, approvals));
+        registry.register(&DeviceCapability::new());
         registry
     }
 
-    /// Adds a capability; it is visible to the next `tools/list` on every transport.
-    pub fn register(&self, capability: Arc<dyn Capability>) {
-        self.capabilities.write().unwrap_or_else(|p| p.into_inner()).push(capability);
+    /// Adds a capability's commands; they are visible to the next `tools/list` on every
+    /// transport.
+    pub fn register(&self, capability: &dyn Capability) {
+        self.commands.register(capability.commands());
     }
 
-    /// The current list.
-    pub fn snapshot(&self) -> Vec<Arc<dyn Capability>> {
-        self.capabilities.read().unwrap_or_else(|p| p.into_inner()).clone()
+    /// Adds single commands (a test's throwaway command, an extension's).
+    pub fn register_commands(&self, commands: impl IntoIterator<Item = Command>) {
+        self.commands.register(commands);
     }
 
-    /// Every command currently served, with the capability serving it, in registration order.
-    pub fn commands(&self) -> Vec<(Arc<dyn Capability>, CommandSpec)> {
-        self.snapshot()
-            .into_iter()
-            .flat_map(|cap| cap.commands().into_iter().map(move |spec| (cap.clone(), spec)))
-            .collect()
+    /// Every command, listed right now or switched off, in registration order.
+    pub fn commands(&self) -> Vec<Command> {
+        self.commands.all()
     }
 
-    /// The first capability owning `command` (exact, case-sensitive match, as MCP tool names
-    /// are; see [`Capability::handles`]).
-    pub fn find(&self, command: &str) -> Option<Arc<dyn Capability>> {
-        self.snapshot().into_iter().find(|cap| cap.handles(command))
+    /// The commands listed right now.
+    pub fn listed(&self) -> Vec<Command> {
+        self.commands.listed(&ToolFilter::all())
+    }
+
+    /// The categories served right now, in registration order (the gateway's `caps`).
+    pub fn categories(&self) -> Vec<String> {
+        let mut categories: Vec<String> = Vec::new();
+        for command in self.listed() {
+            let category = category_of(command.name());
+            if !categories.iter().any(|known| known == category) {
+                categories.push(category.to_owned());
+            }
+        }
+        categories
+    }
+
+    /// The command named exactly `name` (case-sensitive, as MCP tool names are), even while
+    /// switched off.
+    pub fn find(&self, name: &str) -> Option<Command> {
+        self.commands.find(name)
     }
 
     /// The patterns of `filter` that select no command. A command switched off right now (the
-    /// system-run switch) still counts when a pattern names it exactly, since the switch can
-    /// come back on while the node runs.
+    /// system-run switch) still counts, since the switch can come back on while the node runs.
     pub fn unmatched_patterns<'f>(&self, filter: &'f ToolFilter) -> Vec<&'f str> {
-        let commands = self.commands();
-        let served = commands.iter().map(|(_, spec)| spec.name);
-        filter.unmatched(served).into_iter().filter(|pattern| self.find(pattern).is_none()).collect()
-    }
-}
-
-/// The description a command publishes: curated, or the spec's fallback.
-pub fn describe(category: &str, spec: &CommandSpec) -> String {
-    match spec.description {
-        Some(text) => text.to_string(),
-        None => format!("{category} capability: {}", spec.name),
-    }
-}
-
-/// Converts one command into its MCP tool descriptor (taking the spec: schemas are moved, not
-/// copied, since `tools/list` builds them on every call).
-pub fn tool_for(capability: &dyn Capability, spec: CommandSpec) -> Tool {
-    Tool {
-        title: None,
-        output_schema: None,
-        name: spec.name.to_string(),
-        description: describe(capability.category(), &spec),
-        input_schema: spec.input_schema.unwrap_or_else(permissive_schema),
-        annotations: Some(spec.annotations),
+        self.commands.unmatched_patterns(filter)
     }
 }
 
@@ -135,35 +126,22 @@ impl NodeMcpService {
 
 impl McpService for NodeMcpService {
     fn list_tools(&self) -> Vec<Tool> {
-        self.registry
-            .commands()
-            .into_iter()
-            .filter(|(_, spec)| self.filter.allows(spec.name))
-            .map(|(cap, spec)| tool_for(cap.as_ref(), spec))
-            .collect()
+        self.registry.commands.list(&self.filter)
     }
 
     fn call_tool<'a>(&'a self, name: &'a str, args: Map<String, Value>, ctx: CallContext) -> BoxFuture<'a, ToolResult> {
-        async move {
-            let Some(capability) = self.registry.find(name) else {
-                return ToolResult::error(format!("Unknown tool: {name}"));
-            };
-            if !self.filter.allows(name) {
-                return ToolResult::error(format!(
+        let request = InvokeRequest { id: new_invoke_id(), command: name.to_string(), args, session_key: None };
+        self.registry
+            .commands
+            .call_mcp(name, request, ctx, &self.filter, |name| {
+                format!(
                     "Tool {name} is not served: this node was started with the tool filter `{}` (clawmcp node \
                      --tools or CLAWMCP_NODE_TOOLS), which does not match it. Restart the node with a filter that \
                      includes {name} to use it.",
                     self.filter.describe()
-                ));
-            }
-            let request = InvokeRequest { id: new_invoke_id(), command: name.to_string(), args, session_key: None };
-            match capability.invoke(request, ctx).await {
-                Ok(payload) => ToolResult::json(&payload),
-                Err(error) if error.message.is_empty() => ToolResult::error("tool execution failed"),
-                Err(error) => ToolResult::error(error.message),
-            }
-        }
-        .boxed()
+                )
+            })
+            .boxed()
     }
 
     fn custom_request<'a>(
@@ -187,29 +165,23 @@ mod tests {
     use clawmcp_mcp::ToolAnnotations;
 
     use super::*;
-    use crate::capability::InvokeResult;
+    use crate::capability::CommandSpec;
 
-    /// Serves `names`; every call answers with the command it ran.
-    struct Echo(&'static [&'static str]);
-
-    impl Capability for Echo {
-        fn category(&self) -> &'static str {
-            "echo"
-        }
-
-        fn commands(&self) -> Vec<CommandSpec> {
-            let spec = |name| CommandSpec {
-                name,
-                description: Some("echo"),
-                input_schema: None,
-                annotations: ToolAnnotations::READ_ONLY,
-            };
-            self.0.iter().copied().map(spec).collect()
-        }
-
-        fn invoke<'a>(&'a self, request: InvokeRequest, _ctx: CallContext) -> BoxFuture<'a, InvokeResult> {
-            async move { Ok(Value::String(request.command)) }.boxed()
-        }
+    /// Commands named `names`; every call answers with the command it ran.
+    fn echo(names: &[&'static str]) -> Vec<Command> {
+        let spec = |name| CommandSpec {
+            name,
+            title: None,
+            description: Some("echo"),
+            input_schema: None,
+            output_schema: None,
+            annotations: ToolAnnotations::READ_ONLY,
+        };
+        names
+            .iter()
+            .copied()
+            .map(|name| spec(name).with_handler(|request, _ctx| async move { Ok(Value::String(request.command)) }))
+            .collect()
     }
 
     const NAMES: &[&str] = &["system.which", "system.run", "system.run.prepare", "device.info", "device.status"];
@@ -262,7 +234,7 @@ mod tests {
     #[tokio::test]
     async fn the_service_lists_and_runs_only_what_the_filter_allows() {
         let registry = Arc::new(Registry::new());
-        registry.register(Arc::new(Echo(NAMES)));
+        registry.register_commands(echo(NAMES));
         let filter = ToolFilter::parse("system.which,device.*").unwrap();
         assert_eq!(registry.unmatched_patterns(&filter), Vec::<&str>::new());
         let service = NodeMcpService::new(registry).with_filter(filter);
@@ -280,27 +252,25 @@ mod tests {
         assert_eq!(unknown.first_text(), Some("Unknown tool: system.nope"));
     }
 
-    #[test]
-    fn a_pattern_naming_a_hidden_command_exactly_still_counts() {
-        /// Lists nothing, but owns `system.run` (as the run switch does when off).
-        struct Hidden;
-        impl Capability for Hidden {
-            fn category(&self) -> &'static str {
-                "system"
-            }
-            fn commands(&self) -> Vec<CommandSpec> {
-                Vec::new()
-            }
-            fn handles(&self, command: &str) -> bool {
-                command == "system.run"
-            }
-            fn invoke<'a>(&'a self, _request: InvokeRequest, _ctx: CallContext) -> BoxFuture<'a, InvokeResult> {
-                async { Err("off".into()) }.boxed()
-            }
-        }
+    #[tokio::test]
+    async fn a_pattern_naming_a_hidden_command_exactly_still_counts() {
+        // Listed never (as the run switch when off), but still owned and answering.
         let registry = Registry::new();
-        registry.register(Arc::new(Hidden));
+        registry.register_commands(echo(&["system.run"]).into_iter().map(|command| command.listed_while(|| false)));
         let filter = ToolFilter::parse("system.run,system.run*").unwrap();
-        assert_eq!(registry.unmatched_patterns(&filter), ["system.run*"]);
+        assert_eq!(registry.unmatched_patterns(&filter), Vec::<&str>::new());
+        assert!(registry.listed().is_empty() && registry.find("system.run").is_some());
+        let service = NodeMcpService::new(Arc::new(registry));
+        assert!(service.list_tools().is_empty());
+        let ran = service.call_tool("system.run", Map::new(), CallContext::detached()).await;
+        assert_eq!(ran.first_text(), Some("\"system.run\""), "the hidden command's own handler answers");
+    }
+
+    #[test]
+    fn categories_follow_the_listed_commands_in_order() {
+        let registry = Registry::new();
+        registry.register_commands(echo(&["system.which", "device.info", "system.run", "canvas.show"]));
+        registry.register_commands(echo(&["camera.snap"]).into_iter().map(|command| command.listed_while(|| false)));
+        assert_eq!(registry.categories(), ["system", "device", "canvas"]);
     }
 }

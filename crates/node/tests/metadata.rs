@@ -2,16 +2,16 @@
 //! curated description, an object input schema and all four behaviour hints, and the hints say
 //! what the command really does.
 //!
-//! The walk reads the [`CommandSpec`]s, not only `tools/list`: the registry fills a missing
-//! description or schema with a fallback, so the advertised list alone would hide the gap.
+//! The walk reads every command's descriptor, not only `tools/list`: a missing description or
+//! schema is filled with a fallback, so the walk looks for the fallbacks themselves.
 
 use std::sync::Arc;
 
-use clawmcp_mcp::{CallContext, McpService, ToolAnnotations};
+use clawmcp_mcp::{McpService, ToolAnnotations, permissive_schema};
 use clawmcp_node::approvals::ExecApprovals;
+use clawmcp_node::capability::{Command, CommandSpec, category_of};
 use clawmcp_node::settings::LiveSettings;
-use clawmcp_node::{Capability, CommandSpec, InvokeRequest, InvokeResult, NodeMcpService, Registry};
-use futures_util::future::BoxFuture;
+use clawmcp_node::{NodeMcpService, Registry};
 use serde_json::{Value, json};
 
 fn builtin(dir: &tempfile::TempDir) -> Registry {
@@ -23,12 +23,18 @@ fn builtin(dir: &tempfile::TempDir) -> Registry {
 /// What is missing from each command of `registry`, and from each advertised tool.
 fn metadata_problems(registry: Arc<Registry>) -> Vec<String> {
     let mut problems = Vec::new();
-    for (_, spec) in registry.commands() {
-        if spec.description.is_none_or(|text| text.trim().is_empty()) {
-            problems.push(format!("{}: no curated description", spec.name));
+    for command in registry.commands() {
+        let tool = command.tool();
+        if tool.description.trim().is_empty()
+            || tool.description == format!("{} capability: {}", category_of(&tool.name), tool.name)
+        {
+            problems.push(format!("{}: no curated description", tool.name));
         }
-        if spec.input_schema.as_ref().is_none_or(|schema| schema.to_value()["type"] != "object") {
-            problems.push(format!("{}: no object input schema", spec.name));
+        if tool.input_schema == permissive_schema() || tool.input_schema.to_value()["type"] != "object" {
+            problems.push(format!("{}: no object input schema", tool.name));
+        }
+        if tool.output_schema.as_ref().is_some_and(|schema| schema.to_value()["type"] != "object") {
+            problems.push(format!("{}: an output schema that is not an object schema", tool.name));
         }
     }
     let listed = serde_json::to_value(NodeMcpService::new(registry).list_tools()).unwrap();
@@ -53,7 +59,8 @@ fn metadata_problems(registry: Arc<Registry>) -> Vec<String> {
 fn every_builtin_command_publishes_a_description_a_schema_and_all_four_hints() {
     let dir = tempfile::tempdir().unwrap();
     let registry = Arc::new(builtin(&dir));
-    let names: Vec<&str> = registry.commands().iter().map(|(_, spec)| spec.name).collect();
+    let commands = registry.commands();
+    let names: Vec<&str> = commands.iter().map(|command| command.name()).collect();
     assert!(
         names.contains(&"system.run") && names.contains(&"device.info"),
         "the walk must see every command: {names:?}"
@@ -81,41 +88,34 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
 #[test]
 fn the_hints_say_what_each_command_does() {
     let dir = tempfile::tempdir().unwrap();
-    for (_, spec) in builtin(&dir).commands() {
-        let ToolAnnotations { read_only_hint, destructive_hint, idempotent_hint, open_world_hint } = spec.annotations;
-        let expected = expected_hints(spec.name)
-            .unwrap_or_else(|| panic!("{} is new: classify its hints in expected_hints", spec.name));
-        assert_eq!((read_only_hint, destructive_hint, idempotent_hint, open_world_hint), expected, "{}", spec.name);
-        assert!(!(read_only_hint && destructive_hint), "{}: a read-only tool cannot destroy", spec.name);
+    for command in builtin(&dir).commands() {
+        let name = command.name();
+        let ToolAnnotations { read_only_hint, destructive_hint, idempotent_hint, open_world_hint } =
+            command.tool().annotations.expect("every command carries its hints");
+        let expected =
+            expected_hints(name).unwrap_or_else(|| panic!("{name} is new: classify its hints in expected_hints"));
+        assert_eq!((read_only_hint, destructive_hint, idempotent_hint, open_world_hint), expected, "{name}");
+        assert!(!(read_only_hint && destructive_hint), "{name}: a read-only tool cannot destroy");
     }
 }
 
-/// A capability whose one command publishes only a name.
-struct Bare;
-
-impl Capability for Bare {
-    fn category(&self) -> &'static str {
-        "bare"
+/// A command that publishes only a name (and a schema that is not an object's).
+fn bare() -> Command {
+    CommandSpec {
+        name: "bare.thing",
+        title: None,
+        description: None,
+        input_schema: Some(json!({"type": "string"}).into()),
+        output_schema: None,
+        annotations: ToolAnnotations::READ_ONLY,
     }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![CommandSpec {
-            name: "bare.thing",
-            description: None,
-            input_schema: Some(json!({"type": "string"}).into()),
-            annotations: ToolAnnotations::READ_ONLY,
-        }]
-    }
-
-    fn invoke<'a>(&'a self, _request: InvokeRequest, _ctx: CallContext) -> BoxFuture<'a, InvokeResult> {
-        Box::pin(async { Ok(Value::Null) })
-    }
+    .with_handler(|_request, _ctx| async { Ok(Value::Null) })
 }
 
 #[test]
 fn the_walk_reports_a_command_without_description_or_object_schema() {
     let registry = Registry::new();
-    registry.register(Arc::new(Bare));
+    registry.register_commands([bare()]);
     assert_eq!(
         metadata_problems(Arc::new(registry)),
         [

@@ -23,7 +23,7 @@ async fn an_approved_command_runs() {
         node.approvals.resolve(&id, Decision::AllowOnce).unwrap();
     };
     let (result, ()) = tokio::join!(invoke, approve);
-    assert_eq!(result.unwrap()["stdout"], "approved\n");
+    assert_eq!(result.unwrap().payload.unwrap()["stdout"], "approved\n");
 }
 
 #[tokio::test]

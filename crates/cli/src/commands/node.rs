@@ -84,7 +84,8 @@ fn check_filter(registry: &Registry, filter: &ToolFilter) -> Result<(), UsageErr
     if unmatched.is_empty() {
         return Ok(());
     }
-    let available: Vec<&str> = registry.commands().into_iter().map(|(_, spec)| spec.name).collect();
+    let listed = registry.listed();
+    let available: Vec<&str> = listed.iter().map(|command| command.name()).collect();
     Err(UsageError(format!(
         "--tools pattern{} {} match{} no tool this node serves\nhint: available tools: {}",
         if unmatched.len() == 1 { "" } else { "s" },

@@ -46,7 +46,7 @@ fn the_readme_lists_exactly_the_node_tools() {
     let settings = LiveSettings::open(dir.path().join("settings.json")).expect("default settings");
     let approvals = ExecApprovals::open(dir.path().join("exec-approvals.json"));
     let registry = Registry::builtin(Arc::new(settings), Arc::new(approvals));
-    let registered = sorted(registry.commands().into_iter().map(|(_, spec)| spec.name));
+    let registered = sorted(registry.commands().iter().map(|command| command.name().to_owned()));
     assert_eq!(readme_tools("Tools served by `clawmcp node`"), registered, "README.md's node table drifted");
 }
 

@@ -8,13 +8,13 @@
 
 use clawmcp_mcp::ToolAnnotations;
 use serde_json::{Map, Value, json};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use super::ExecApprovals;
 use super::model::{ApprovalsFile, FILE_VERSION};
 use super::remote;
 use super::store::{Loaded, missing_hash};
-use crate::capability::{CapabilityError, CommandSpec, InvokeResult};
+use crate::capability::{CapabilityError, Command, CommandSpec, InvokeResult};
 
 pub const GET_COMMAND: &str = "system.execApprovals.get";
 pub const SET_COMMAND: &str = "system.execApprovals.set";
@@ -85,18 +85,40 @@ fn set_schema() -> Value {
 }
 
 impl ExecApprovals {
-    /// The two policy commands, for the `system` capability to publish.
-    pub fn command_specs() -> Vec<CommandSpec> {
+    /// The two policy commands over `approvals`, for the `system` capability to publish.
+    pub fn commands(approvals: &Arc<ExecApprovals>) -> Vec<Command> {
+        let mut specs = ExecApprovals::command_specs().into_iter();
+        let (get, set) = (specs.next().expect("get"), specs.next().expect("set"));
+        let reader = approvals.clone();
+        let writer = approvals.clone();
+        vec![
+            get.with_handler(move |_request, _ctx| {
+                let answer = reader.get_snapshot();
+                async move { answer }
+            }),
+            set.with_handler(move |request, _ctx| {
+                let answer = writer.set_from_args(&request.args);
+                async move { answer }
+            }),
+        ]
+    }
+
+    /// The two policy commands' descriptors (`get`, then `set`).
+    fn command_specs() -> Vec<CommandSpec> {
         static SPEC: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
             vec![
                 CommandSpec {
                     name: GET_COMMAND,
+                    title: Some("Read the exec-approval policy"),
+                    output_schema: None,
                     description: Some(GET_DESCRIPTION),
                     input_schema: Some(json!({"type": "object", "properties": {}}).into()),
                     annotations: ToolAnnotations::READ_ONLY,
                 },
                 CommandSpec {
                     name: SET_COMMAND,
+                    title: Some("Replace the exec-approval policy"),
+                    output_schema: None,
                     description: Some(SET_DESCRIPTION),
                     input_schema: Some(set_schema().into()),
                     annotations: SET_ANNOTATIONS,

@@ -30,6 +30,31 @@ struct DeviceInfo {
     architecture: String,
 }
 
+/// The JSON Schema of `device.info`'s answer (published as its `outputSchema`; the tests
+/// validate real answers against it).
+pub fn output_schema() -> clawmcp_mcp::Schema {
+    const FIELDS: [&str; 9] = [
+        "deviceName",
+        "modelIdentifier",
+        "systemName",
+        "systemVersion",
+        "kernelVersion",
+        "appVersion",
+        "appBuild",
+        "locale",
+        "architecture",
+    ];
+    let properties: serde_json::Map<String, serde_json::Value> =
+        FIELDS.iter().map(|field| (field.to_string(), serde_json::json!({"type": "string"}))).collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": FIELDS,
+        "additionalProperties": false
+    })
+    .into()
+}
+
 /// Collects `device.info` on the blocking pool (it reads `/etc/os-release`, `/proc` and sysfs).
 pub async fn collect(sysfs_root: PathBuf) -> InvokeResult {
     tokio::task::spawn_blocking(move || {

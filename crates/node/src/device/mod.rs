@@ -22,12 +22,12 @@ mod tests;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
+use std::future::Future;
+
 use clawmcp_mcp::{CallContext, ToolAnnotations};
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use serde_json::json;
 
-use crate::capability::{Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
+use crate::capability::{Capability, CapabilityError, Command, CommandSpec, InvokeResult};
 
 pub use status::Section;
 
@@ -37,7 +37,8 @@ const SYSTEM_SYSFS_ROOT: &str = "/sys";
 /// `device.info` and `device.status`.
 #[derive(Debug, Clone)]
 pub struct DeviceCapability {
-    sysfs_root: PathBuf,
+    /// Built once: a list or call clones reference counts, not closures.
+    commands: Vec<Command>,
 }
 
 impl Default for DeviceCapability {
@@ -49,18 +50,31 @@ impl Default for DeviceCapability {
 impl DeviceCapability {
     /// Reads the real `/sys`.
     pub fn new() -> Self {
-        DeviceCapability { sysfs_root: PathBuf::from(SYSTEM_SYSFS_ROOT) }
+        DeviceCapability::with_sysfs_root(SYSTEM_SYSFS_ROOT)
     }
 
     /// Reads batteries, DMI and interface kinds under `root` instead of `/sys` (test fixtures).
     /// Host, CPU, memory, disk and interface counters still come from the running system.
     pub fn with_sysfs_root(root: impl Into<PathBuf>) -> Self {
-        DeviceCapability { sysfs_root: root.into() }
+        let root: PathBuf = root.into();
+        let info_root = root.clone();
+        let info = DeviceCapability::info_spec()
+            .with_handler(move |request, ctx| cancellable(request.command, ctx, info::collect(info_root.clone())));
+        let status = DeviceCapability::status_spec().with_handler(move |request, ctx| {
+            let root = root.clone();
+            async move {
+                let sections = Section::parse_list(&request.args)?;
+                cancellable(request.command, ctx, status::collect(sections, root)).await
+            }
+        });
+        DeviceCapability { commands: vec![info, status] }
     }
 
     fn info_spec() -> CommandSpec {
         static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
             name: "device.info",
+            title: Some("Device info"),
+            output_schema: Some(info::output_schema()),
             description: Some(
                 "Describe this machine: {deviceName (host name), modelIdentifier (DMI product name, \
                  else the CPU architecture), systemName (\"Linux\"), systemVersion (distribution and \
@@ -76,6 +90,8 @@ impl DeviceCapability {
     fn status_spec() -> CommandSpec {
         static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
             name: "device.status",
+            title: Some("Device status"),
+            output_schema: None,
             description: Some(
                 "Current health of this machine. Returns collectedAt (ISO-8601 UTC) and the requested \
                  sections: os {version, architecture, machineName, uptimeSeconds, kernelVersion}, cpu \
@@ -110,32 +126,17 @@ impl DeviceCapability {
 }
 
 impl Capability for DeviceCapability {
-    fn category(&self) -> &'static str {
-        "device"
+    fn commands(&self) -> Vec<Command> {
+        self.commands.clone()
     }
+}
 
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![DeviceCapability::info_spec(), DeviceCapability::status_spec()]
-    }
-
-    fn invoke<'a>(&'a self, request: InvokeRequest, ctx: CallContext) -> BoxFuture<'a, InvokeResult> {
-        async move {
-            let work = async {
-                match request.command.as_str() {
-                    "device.info" => info::collect(self.sysfs_root.clone()).await,
-                    "device.status" => {
-                        let sections = Section::parse_list(&request.args)?;
-                        status::collect(sections, self.sysfs_root.clone()).await
-                    }
-                    other => Err(CapabilityError::new(format!("Unknown command: {other}"))),
-                }
-            };
-            tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => Err(CapabilityError::new(format!("{} cancelled", request.command))),
-                result = work => result,
-            }
-        }
-        .boxed()
+/// `work`, or a cancellation error as soon as the call is cancelled (the blocking reads it
+/// waits for finish on their own and are dropped).
+async fn cancellable(command: String, ctx: CallContext, work: impl Future<Output = InvokeResult>) -> InvokeResult {
+    tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => Err(CapabilityError::new(format!("{command} cancelled"))),
+        result = work => result,
     }
 }

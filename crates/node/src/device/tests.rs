@@ -24,7 +24,8 @@ async fn call_with(capability: &DeviceCapability, command: &str, args: Value, ct
         args: args.as_object().expect("object args").clone(),
         session_key: None,
     };
-    capability.invoke(request, ctx).await
+    let output = capability.invoke(request, ctx).await?;
+    Ok(output.payload.expect("device commands answer JSON"))
 }
 
 async fn status(capability: &DeviceCapability, sections: &[&str]) -> Value {
@@ -205,17 +206,17 @@ async fn a_cancelled_call_returns_at_once_without_a_result() {
 #[test]
 fn both_commands_are_published_read_only_with_schemas() {
     let capability = DeviceCapability::new();
-    assert_eq!(capability.category(), "device");
     let commands = capability.commands();
-    let names: Vec<&str> = commands.iter().map(|c| c.name).collect();
+    let names: Vec<&str> = commands.iter().map(|c| c.name()).collect();
     assert_eq!(names, ["device.info", "device.status"]);
     for command in &commands {
-        assert_eq!(command.annotations, ToolAnnotations::READ_ONLY, "{}", command.name);
-        assert!(command.description.is_some_and(|d| d.len() > 40), "{}", command.name);
-        assert_eq!(command.input_schema.as_ref().unwrap().to_value()["type"], json!("object"));
+        let tool = command.tool();
+        assert_eq!(tool.annotations, Some(ToolAnnotations::READ_ONLY), "{}", tool.name);
+        assert!(tool.description.len() > 40, "{}", tool.name);
+        assert_eq!(tool.input_schema.to_value()["type"], json!("object"));
     }
     assert_eq!(
-        commands[1].input_schema.as_ref().unwrap().to_value()["properties"]["sections"]["items"]["enum"],
+        commands[1].tool().input_schema.to_value()["properties"]["sections"]["items"]["enum"],
         json!(["os", "cpu", "memory", "disk", "battery", "network"])
     );
 }

@@ -22,10 +22,6 @@ mod which;
 
 use std::sync::Arc;
 
-use clawmcp_mcp::CallContext;
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
-
 pub use clawmcp_process::MAX_CAPTURED_BYTES;
 pub use request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use run::RUN_DISABLED;
@@ -33,66 +29,51 @@ pub use run::{MAX_RESULT_WIRE_BYTES, MAX_STREAM_WIRE_BYTES};
 pub use which::MAX_BINS;
 
 use crate::approvals::ExecApprovals;
-use crate::capability::{Capability, CommandSpec, InvokeRequest, InvokeResult};
+use crate::capability::{Capability, Command};
 use crate::settings::LiveSettings;
 
 /// The `system` capability.
 pub struct SystemCapability {
-    settings: Arc<LiveSettings>,
-    approvals: Arc<ExecApprovals>,
+    /// Built once: a list or call clones reference counts, not closures.
+    commands: Vec<Command>,
 }
 
 impl SystemCapability {
     pub fn new(settings: Arc<LiveSettings>, approvals: Arc<ExecApprovals>) -> Self {
-        SystemCapability { settings, approvals }
-    }
-
-    fn run_enabled(&self) -> bool {
-        self.settings.current().node_system_run_enabled
+        let run_switch = {
+            let settings = settings.clone();
+            move || settings.current().node_system_run_enabled
+        };
+        let notify =
+            notify::command_spec().with_handler(|request, _ctx| async move { notify::notify(&request.args).await });
+        let run = {
+            let (settings, approvals) = (settings.clone(), approvals.clone());
+            run::command_spec().with_handler(move |request, ctx| {
+                let (settings, approvals) = (settings.clone(), approvals.clone());
+                async move {
+                    run::ensure_enabled(&settings)?;
+                    run::invoke(&settings, &approvals, &request.args, request.session_key, &ctx.cancel).await
+                }
+            })
+        };
+        let prepare = {
+            let settings = settings.clone();
+            prepare::command_spec().with_handler(move |request, _ctx| {
+                let answer =
+                    run::ensure_enabled(&settings).and_then(|()| prepare::invoke(&request.args, request.session_key));
+                async move { answer }
+            })
+        };
+        let which =
+            which::command_spec().with_handler(|request, _ctx| async move { which::invoke(&request.args).await });
+        let mut commands = vec![notify, run.listed_while(run_switch.clone()), prepare.listed_while(run_switch), which];
+        commands.extend(ExecApprovals::commands(&approvals));
+        SystemCapability { commands }
     }
 }
 
 impl Capability for SystemCapability {
-    fn category(&self) -> &'static str {
-        "system"
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        let mut specs = vec![notify::command_spec()];
-        if self.run_enabled() {
-            specs.push(run::command_spec());
-            specs.push(prepare::command_spec());
-        }
-        specs.push(which::command_spec());
-        specs.extend(ExecApprovals::command_specs());
-        specs
-    }
-
-    /// The run commands stay ours while switched off, so their callers learn why they fail.
-    fn handles(&self, command: &str) -> bool {
-        matches!(command, "system.run" | "system.run.prepare")
-            || self.commands().iter().any(|spec| spec.name == command)
-    }
-
-    fn invoke<'a>(&'a self, request: InvokeRequest, ctx: CallContext) -> BoxFuture<'a, InvokeResult> {
-        async move {
-            let InvokeRequest { command, args, session_key, .. } = request;
-            match command.as_str() {
-                "system.notify" => notify::notify(&args).await,
-                "system.run" => {
-                    run::ensure_enabled(&self.settings)?;
-                    run::invoke(&self.settings, &self.approvals, &args, session_key, &ctx.cancel).await
-                }
-                "system.run.prepare" => {
-                    run::ensure_enabled(&self.settings)?;
-                    prepare::invoke(&args, session_key)
-                }
-                "system.which" => which::invoke(&args).await,
-                "system.execApprovals.get" => self.approvals.get_snapshot(),
-                "system.execApprovals.set" => self.approvals.set_from_args(&args),
-                other => Err(format!("Unknown command: {other} is not a system command").into()),
-            }
-        }
-        .boxed()
+    fn commands(&self) -> Vec<Command> {
+        self.commands.clone()
     }
 }

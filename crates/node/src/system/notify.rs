@@ -45,6 +45,8 @@ pub fn command_spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
         CommandSpec {
             name: "system.notify",
+            title: Some("Show a notification"),
+            output_schema: None,
             description: Some(
                 "Show a desktop notification to the user on this machine (freedesktop notification \
                  service on the session D-Bus: GNOME, KDE, dunst, mako, ...). Returns {sent, id, server} \

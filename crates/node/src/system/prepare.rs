@@ -16,6 +16,8 @@ use crate::command_text::display_command;
 pub fn command_spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
         name: "system.run.prepare",
+        title: Some("Plan a command"),
+        output_schema: None,
         description: Some(
             "Dry run of system.run: validates the same arguments and returns the plan \
              {cmdText, plan:{argv, cwd, rawCommand, agentId, sessionKey}} without running anything \

@@ -33,6 +33,8 @@ pub const RUN_DISABLED: &str =
 pub fn command_spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
         name: "system.run",
+        title: Some("Run a command"),
+        output_schema: None,
         description: Some(
             "Run a program on this machine, after exec-approval policy allows it. command is the argv \
              (no shell; use [\"sh\",\"-c\",\"...\"] for shell syntax). Returns {stdout, stderr, exitCode, \

@@ -25,6 +25,8 @@ pub const MAX_BINS: usize = 1024;
 pub fn command_spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
         name: "system.which",
+        title: Some("Find programs"),
+        output_schema: Some(output_schema()),
         description: Some(
             "Find programs on this machine's PATH (the node's own PATH). Returns {bins:{name:absolutePath}} \
              listing only the names found as executable files; names containing '/' or '\\' are not looked up.",
@@ -49,6 +51,19 @@ pub fn command_spec() -> CommandSpec {
         annotations: ToolAnnotations::READ_ONLY,
     });
     SPEC.clone()
+}
+
+/// The JSON Schema of `system.which`'s answer: each name found, with its absolute path.
+fn output_schema() -> clawmcp_mcp::Schema {
+    json!({
+        "type": "object",
+        "properties": {
+            "bins": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^/"}}
+        },
+        "required": ["bins"],
+        "additionalProperties": false
+    })
+    .into()
 }
 
 /// Serves `system.which` against the node process's PATH.

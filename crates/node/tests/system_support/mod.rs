@@ -43,7 +43,7 @@ impl Node {
         let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
         let capability = Arc::new(SystemCapability::new(settings, approvals.clone()));
         let registry = Arc::new(Registry::new());
-        registry.register(capability.clone());
+        registry.register(capability.as_ref());
         let info = ServerInfo { name: "clawmcp-test".into(), version: "0".into() };
         let server = Arc::new(McpServer::new(info, Arc::new(NodeMcpService::new(registry)), DuplicatePolicy::Allow));
         Node { dir, data, approvals, capability, server }

@@ -1,0 +1,360 @@
+//! The one way to define a tool, on every surface: a [`ToolDef`] is the descriptor that
+//! `tools/list` publishes *and* the handler that `tools/call` runs, in one value, so the name a
+//! client sees and the code that answers it cannot drift apart. A surface keeps its tools in a
+//! [`ToolSet`] and derives listing, filtering and dispatch from it; nothing else names a tool.
+//!
+//! A handler answers with a [`ToolOutput`] (JSON, content blocks, a gateway payload) or a
+//! [`ToolFailure`] (a message and, for the gateway, a machine-readable code). Transports render
+//! that one answer their way: MCP as content blocks ([`render`]), the gateway as `payloadJSON`
+//! ([`ToolOutput::gateway_payload`]).
+
+use std::sync::{Arc, RwLock};
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::tool_filter::ToolFilter;
+use crate::types::{CallContext, Content, Tool, ToolResult};
+
+/// What a tool produced, before a transport renders it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// The JSON answer: over MCP the first text block (compact JSON) and, for a tool with an
+    /// output schema, `structuredContent`; for the gateway the payload unless
+    /// [`ToolOutput::gateway`] replaces it.
+    pub payload: Option<Value>,
+    /// Content blocks after the JSON text (screenshots, audio, files): what a model reads
+    /// directly. Never base64 inside a text block.
+    pub blocks: Vec<Content>,
+    /// The gateway's `payloadJSON` when it differs from `payload` (upstream shapes carry an
+    /// image inline as base64, where MCP gets an image block).
+    pub gateway: Option<Value>,
+}
+
+impl From<Value> for ToolOutput {
+    fn from(payload: Value) -> Self {
+        ToolOutput { payload: Some(payload), ..ToolOutput::default() }
+    }
+}
+
+impl ToolOutput {
+    /// An answer made only of content blocks.
+    pub fn blocks(blocks: Vec<Content>) -> Self {
+        ToolOutput { blocks, ..ToolOutput::default() }
+    }
+
+    /// `self` with one more content block.
+    pub fn with_block(mut self, block: Content) -> Self {
+        self.blocks.push(block);
+        self
+    }
+
+    /// `self` with the gateway's payload set apart from the MCP one.
+    pub fn with_gateway_payload(mut self, payload: Value) -> Self {
+        self.gateway = Some(payload);
+        self
+    }
+
+    /// The gateway's `payloadJSON`: its own payload, else the JSON answer, else `null`.
+    pub fn gateway_payload(&self) -> &Value {
+        self.gateway.as_ref().or(self.payload.as_ref()).unwrap_or(&Value::Null)
+    }
+}
+
+/// A tool's failure: a message for the model (and the human reading the transcript), and
+/// optionally one of the gateway's error codes (`INVALID_REQUEST`, `UNAVAILABLE`,
+/// `SYSTEM_RUN_DENIED`, ...). Over MCP it is an `isError` result with the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolFailure {
+    pub message: String,
+    pub code: Option<&'static str>,
+}
+
+impl ToolFailure {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolFailure { message: message.into(), code: None }
+    }
+
+    /// `self` with a gateway error code.
+    pub fn with_code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+}
+
+impl From<String> for ToolFailure {
+    fn from(message: String) -> Self {
+        ToolFailure::new(message)
+    }
+}
+
+impl From<&str> for ToolFailure {
+    fn from(message: &str) -> Self {
+        ToolFailure::new(message)
+    }
+}
+
+/// A handler's answer.
+pub type ToolOutcome = Result<ToolOutput, ToolFailure>;
+
+/// The MCP result of an answer: the JSON as a compact text block (always there, so clients of
+/// every revision can read it), then the content blocks; `structuredContent` when the tool
+/// declares an output schema (the revision filter drops it for clients before 2025-06-18).
+pub fn render(outcome: ToolOutcome, structured: bool) -> ToolResult {
+    match outcome {
+        Ok(ToolOutput { payload, blocks, .. }) => {
+            let mut content = Vec::with_capacity(blocks.len() + 1);
+            if let Some(payload) = &payload {
+                content.push(Content::Text { text: payload.to_string() });
+            }
+            content.extend(blocks);
+            if content.is_empty() {
+                // MCP requires `content`; an empty answer still says it succeeded.
+                content.push(Content::Text { text: "{}".into() });
+            }
+            let structured_content = payload.filter(|payload| structured && payload.is_object());
+            ToolResult { content, structured_content, is_error: false }
+        }
+        Err(failure) if failure.message.is_empty() => ToolResult::error("tool execution failed"),
+        Err(failure) => ToolResult::error(failure.message),
+    }
+}
+
+/// The code behind one tool: its input (the arguments, or a surface's richer request) and the
+/// call's context in, an answer out. `'static` futures: a call may outlive the list it came from.
+pub type Handler<I> = dyn Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync;
+
+/// A live switch deciding whether a tool is listed right now (read on every list and call).
+pub type Listed = dyn Fn() -> bool + Send + Sync;
+
+/// One tool: what `tools/list` shows and what `tools/call` runs. Cheap to clone.
+pub struct ToolDef<I> {
+    tool: Arc<Tool>,
+    handler: Arc<Handler<I>>,
+    listed: Option<Arc<Listed>>,
+}
+
+impl<I> Clone for ToolDef<I> {
+    fn clone(&self) -> Self {
+        ToolDef { tool: self.tool.clone(), handler: self.handler.clone(), listed: self.listed.clone() }
+    }
+}
+
+impl<I> std::fmt::Debug for ToolDef<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDef").field("tool", &self.tool).field("switched", &self.listed.is_some()).finish()
+    }
+}
+
+impl<I: 'static> ToolDef<I> {
+    pub fn new(
+        tool: Tool,
+        handler: impl Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync + 'static,
+    ) -> Self {
+        ToolDef { tool: Arc::new(tool), handler: Arc::new(handler), listed: None }
+    }
+
+    /// `self`, listed only while `listed` says so. A call that reaches it while it is hidden
+    /// still runs its handler, which says why it is off (better than "Unknown tool").
+    pub fn listed_while(mut self, listed: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.listed = Some(Arc::new(listed));
+        self
+    }
+
+    pub fn tool(&self) -> &Tool {
+        &self.tool
+    }
+
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    /// Whether the tool is listed right now.
+    pub fn is_listed(&self) -> bool {
+        self.listed.as_ref().is_none_or(|listed| listed())
+    }
+
+    /// Runs the handler.
+    pub fn call(&self, input: I, ctx: CallContext) -> BoxFuture<'static, ToolOutcome> {
+        (self.handler)(input, ctx)
+    }
+
+    /// Runs the handler and renders its answer for MCP.
+    pub async fn call_mcp(&self, input: I, ctx: CallContext) -> ToolResult {
+        render(self.call(input, ctx).await, self.tool.output_schema.is_some())
+    }
+}
+
+/// A surface's tools in published order: listing, filtering and lookup derive from it alone.
+/// Tools may be added while serving; the next list shows them.
+pub struct ToolSet<I> {
+    tools: RwLock<Vec<ToolDef<I>>>,
+}
+
+impl<I> Default for ToolSet<I> {
+    fn default() -> Self {
+        ToolSet { tools: RwLock::new(Vec::new()) }
+    }
+}
+
+impl<I: 'static> ToolSet<I> {
+    pub fn new(tools: impl IntoIterator<Item = ToolDef<I>>) -> Self {
+        ToolSet { tools: RwLock::new(tools.into_iter().collect()) }
+    }
+
+    /// Adds tools at the end; visible to the next list on every transport.
+    pub fn register(&self, tools: impl IntoIterator<Item = ToolDef<I>>) {
+        self.tools.write().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(tools);
+    }
+
+    /// Every tool, listed right now or not.
+    pub fn all(&self) -> Vec<ToolDef<I>> {
+        self.tools.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// The tools listed right now that `filter` allows, in order.
+    pub fn listed(&self, filter: &ToolFilter) -> Vec<ToolDef<I>> {
+        let tools = self.tools.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tools.iter().filter(|tool| tool.is_listed() && filter.allows(tool.name())).cloned().collect()
+    }
+
+    /// The `tools/list` entries of [`ToolSet::listed`].
+    pub fn list(&self, filter: &ToolFilter) -> Vec<Tool> {
+        let tools = self.tools.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tools
+            .iter()
+            .filter(|tool| tool.is_listed() && filter.allows(tool.name()))
+            .map(|tool| (*tool.tool).clone())
+            .collect()
+    }
+
+    /// The tool named exactly `name` (case-sensitive, as MCP tool names are), listed or not.
+    pub fn find(&self, name: &str) -> Option<ToolDef<I>> {
+        let tools = self.tools.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tools.iter().find(|tool| tool.name() == name).cloned()
+    }
+
+    /// The patterns of `filter` that select no tool of this set (a hidden tool counts: its
+    /// switch can come back on while serving).
+    pub fn unmatched_patterns<'f>(&self, filter: &'f ToolFilter) -> Vec<&'f str> {
+        let tools = self.all();
+        filter.unmatched(tools.iter().map(ToolDef::name))
+    }
+
+    /// One `tools/call`: an unknown name is a tool error naming it, a name `filter` does not
+    /// allow gets `refused(name)`, anything else runs and is rendered for MCP.
+    pub async fn call_mcp(
+        &self,
+        name: &str,
+        input: I,
+        ctx: CallContext,
+        filter: &ToolFilter,
+        refused: impl FnOnce(&str) -> String,
+    ) -> ToolResult {
+        let Some(tool) = self.find(name) else { return ToolResult::error(format!("Unknown tool: {name}")) };
+        if !filter.allows(name) {
+            return ToolResult::error(refused(name));
+        }
+        tool.call_mcp(input, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use futures_util::FutureExt;
+    use serde_json::{Map, json};
+
+    use super::*;
+    use crate::types::{Schema, ToolAnnotations, permissive_schema};
+
+    fn tool(name: &str, output_schema: Option<Schema>) -> Tool {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: format!("{name} for tests"),
+            input_schema: permissive_schema(),
+            output_schema,
+            annotations: Some(ToolAnnotations::READ_ONLY),
+        }
+    }
+
+    /// Answers with its arguments.
+    fn echo(name: &str, output_schema: Option<Schema>) -> ToolDef<Map<String, Value>> {
+        ToolDef::new(tool(name, output_schema), |args, _ctx| async move { Ok(Value::Object(args).into()) }.boxed())
+    }
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_registered_tool_is_listed_filtered_and_called_with_no_other_change() {
+        let set = ToolSet::new([echo("a.one", None)]);
+        set.register([echo("b.throwaway", None)]);
+        let names = |tools: Vec<Tool>| tools.into_iter().map(|tool| tool.name).collect::<Vec<_>>();
+        assert_eq!(names(set.list(&ToolFilter::all())), ["a.one", "b.throwaway"]);
+        let only_b = ToolFilter::parse("b.*").unwrap();
+        assert_eq!(names(set.list(&only_b)), ["b.throwaway"]);
+        let ran = set
+            .call_mcp("b.throwaway", args(json!({"x": 1})), CallContext::detached(), &only_b, |_| unreachable!())
+            .await;
+        assert_eq!((ran.is_error, ran.first_text()), (false, Some(r#"{"x":1}"#)));
+        let refused = set
+            .call_mcp("a.one", Map::new(), CallContext::detached(), &only_b, |name| format!("{name} is filtered"))
+            .await;
+        assert_eq!((refused.is_error, refused.first_text()), (true, Some("a.one is filtered")));
+        let unknown =
+            set.call_mcp("c", Map::new(), CallContext::detached(), &ToolFilter::all(), |_| unreachable!()).await;
+        assert_eq!(unknown.first_text(), Some("Unknown tool: c"));
+        assert_eq!(set.unmatched_patterns(&ToolFilter::parse("a.*,z.*").unwrap()), ["z.*"]);
+    }
+
+    #[tokio::test]
+    async fn a_switched_tool_vanishes_from_lists_but_still_answers() {
+        let on = Arc::new(AtomicBool::new(false));
+        let switch = on.clone();
+        let set = ToolSet::new([echo("run", None).listed_while(move || switch.load(Ordering::SeqCst))]);
+        assert!(set.list(&ToolFilter::all()).is_empty());
+        assert!(set.unmatched_patterns(&ToolFilter::parse("run").unwrap()).is_empty(), "a hidden tool still counts");
+        let ran =
+            set.call_mcp("run", Map::new(), CallContext::detached(), &ToolFilter::all(), |_| unreachable!()).await;
+        assert!(!ran.is_error, "the handler decides what a hidden tool answers");
+        on.store(true, Ordering::SeqCst);
+        assert_eq!(set.list(&ToolFilter::all()).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn structured_content_only_for_tools_with_an_output_schema_and_text_always() {
+        let schema: Schema = json!({"type": "object"}).into();
+        let plain = echo("plain", None).call_mcp(args(json!({"k": "v"})), CallContext::detached()).await;
+        assert_eq!((&plain.structured_content, plain.first_text()), (&None, Some(r#"{"k":"v"}"#)));
+        let typed = echo("typed", Some(schema)).call_mcp(args(json!({"k": "v"})), CallContext::detached()).await;
+        assert_eq!(typed.structured_content, Some(json!({"k": "v"})));
+        assert_eq!(typed.first_text(), Some(r#"{"k":"v"}"#), "a text block is always there for older clients");
+    }
+
+    #[test]
+    fn outputs_carry_blocks_and_a_gateway_payload_and_failures_a_code() {
+        let image = Content::Image { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() };
+        let output = ToolOutput::from(json!({"width": 2, "height": 1}))
+            .with_block(image.clone())
+            .with_gateway_payload(json!({"format": "png", "base64": "iVBORw0KGgo="}));
+        assert_eq!(output.gateway_payload()["base64"], "iVBORw0KGgo=");
+        let rendered = render(Ok(output), false);
+        assert_eq!(rendered.content, [Content::Text { text: r#"{"width":2,"height":1}"#.into() }, image.clone()]);
+        // The image is a block of its own, never base64 inside the text.
+        assert!(!rendered.first_text().unwrap().contains("iVBOR"));
+        assert_eq!(render(Ok(ToolOutput::blocks(vec![image.clone()])), true).content, [image]);
+        assert_eq!(ToolOutput::from(json!(1)).gateway_payload(), &json!(1));
+        assert_eq!(ToolOutput::default().gateway_payload(), &Value::Null);
+
+        let failure = ToolFailure::new("not allowed").with_code("SYSTEM_RUN_DENIED");
+        assert_eq!((failure.code, failure.to_string().as_str()), (Some("SYSTEM_RUN_DENIED"), "not allowed"));
+        let rendered = render(Err(failure), true);
+        assert_eq!((rendered.is_error, rendered.first_text()), (true, Some("not allowed")));
+        assert_eq!(render(Err("".into()), false).first_text(), Some("tool execution failed"));
+    }
+}
