@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clawmcp_mcp::RequestId;
-use clawmcp_mcp::jsonrpc::request_frame;
+use clawmcp_mcp::client::request_frame;
 use futures_util::{Stream, StreamExt};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;

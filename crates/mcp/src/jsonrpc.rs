@@ -427,18 +427,6 @@ pub fn notification_frame(method: &str, params: &Value) -> String {
     serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }
 
-/// Serialises a request (client to server), used by our own clients.
-pub fn request_frame(id: &RequestId, method: &str, params: Option<&Value>) -> String {
-    let mut frame = serde_json::Map::new();
-    frame.insert("jsonrpc".into(), "2.0".into());
-    frame.insert("id".into(), serde_json::from_str(id.raw().get()).unwrap_or(Value::Null));
-    frame.insert("method".into(), method.into());
-    if let Some(params) = params {
-        frame.insert("params".into(), params.clone());
-    }
-    Value::Object(frame).to_string()
-}
-
 /// Truncates user-supplied text we echo back (method names) so a hostile client cannot make us
 /// reflect megabytes.
 pub(crate) fn clip(text: &str, max_chars: usize) -> String {
