@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Envelope, RequestId, is_version_2};
 
 /// A JSON-RPC error object as a server sent it: any code, not only the ones we emit.
 #[derive(Debug, Clone, PartialEq, Deserialize, thiserror::Error)]
@@ -119,29 +119,6 @@ pub enum MalformedFrame {
     UndecodableResult(String),
 }
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default, borrow)]
-    jsonrpc: Option<&'a RawValue>,
-    /// `null` reads as `None`, like an absent id.
-    #[serde(default)]
-    id: Option<Box<RawValue>>,
-    #[serde(default)]
-    method: Option<Value>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
-    /// Present whatever its value: `"result": null` is a result.
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<Box<RawValue>>,
-}
-
-/// A member that is present, whatever its value (`null` included).
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(deserializer).map(Some)
-}
-
 /// Reads one frame a server sent.
 pub fn parse_server_message(frame: &[u8]) -> Result<ServerMessage, MalformedFrame> {
     let text = std::str::from_utf8(frame).map_err(|e| MalformedFrame::NotUtf8(e.to_string()))?.trim();
@@ -152,10 +129,7 @@ pub fn parse_server_message(frame: &[u8]) -> Result<ServerMessage, MalformedFram
         serde_json::error::Category::Data => MalformedFrame::BadEnvelope(e.to_string()),
         _ => MalformedFrame::NotJson(e.to_string()),
     })?;
-    let version_ok = envelope
-        .jsonrpc
-        .is_some_and(|v| v.get() == r#""2.0""# || serde_json::from_str::<String>(v.get()).is_ok_and(|v| v == "2.0"));
-    if !version_ok {
+    if !envelope.jsonrpc.is_some_and(is_version_2) {
         return Err(MalformedFrame::BadVersion);
     }
     let id = envelope.id.map(|raw| RequestId::from_raw(raw).map_err(|_| MalformedFrame::BadId)).transpose()?;
@@ -168,7 +142,7 @@ pub fn parse_server_message(frame: &[u8]) -> Result<ServerMessage, MalformedFram
         (Some(_), _, _) => Err(MalformedFrame::BadMethod),
         (None, Some(_), Some(_)) => Err(MalformedFrame::ResultAndError),
         (None, Some(result), None) => match id {
-            Some(id) => Ok(ServerMessage::Response(Response { id: Some(id), outcome: Ok(result) })),
+            Some(id) => Ok(ServerMessage::Response(Response { id: Some(id), outcome: Ok(result.to_owned()) })),
             None => Err(MalformedFrame::ResultWithoutId),
         },
         (None, None, Some(error)) => {
