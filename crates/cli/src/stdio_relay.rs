@@ -15,6 +15,13 @@
 //! id, exactly as for any HTTP client. Invalid lines (not JSON, batches, overlong) are answered
 //! here with the error the node would give, at no round trip.
 //!
+//! The reader never waits for a slot, as in the stdio server ([`clawmcp_mcp::stdio`]): a reader
+//! parked on a slot would stop reading the `ping`, the `notifications/cancelled` that could free
+//! a slot, and EOF. `tools/call` requests have [`MAX_IN_FLIGHT`] slots, everything else its own
+//! [`MAX_CONTROL_IN_FLIGHT`], so calls filling theirs never block a ping or a cancellation; a
+//! request past its limit is answered at once with an error naming the limit ([`busy_message`]),
+//! a notification past it is dropped with a warning (nothing can be answered).
+//!
 //! Once an `initialize` answer has been relayed, every later message carries the revision it
 //! chose in `MCP-Protocol-Version`, as the streamable HTTP transport asks of a client.
 //!
@@ -51,11 +58,15 @@ use crate::lifecycle::run_stdio_session;
 /// refused there (`413`).
 pub const MAX_LINE_BYTES: usize = clawmcp_http::MAX_BODY_BYTES;
 
-/// Messages relayed at once; the next line is read only when one finishes (the pipe then
-/// backpressures the client). Above the node's own pools (16 tool and 8 control slots, each
-/// answering `503` after 50 ms when full), so on a working node the relay is never the
-/// bottleneck and slow calls cannot take every slot.
+/// `tools/call` requests relayed at once; one more is answered at once with [`busy_message`].
+/// Above the node's own pools (16 tool and 8 control slots, each answering `503` after 50 ms
+/// when full), so on a working node the relay is never the bottleneck.
 pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Other messages (pings, listings, notifications, the client's responses) relayed at once, in
+/// slots of their own so that calls filling theirs never hold up a ping or a cancellation. These
+/// are answered in milliseconds; more than this at once means the node is stuck.
+pub const MAX_CONTROL_IN_FLIGHT: usize = 16;
 
 /// How long the messages in flight at EOF get to be answered before they are dropped (and so
 /// cancelled on the node). MCP clients close stdin when they are done and stop the server a
@@ -171,7 +182,7 @@ pub(crate) enum RelayEnd {
     InputFailed(std::io::Error),
 }
 
-/// What a relayed line is, which decides what its failure looks like.
+/// What a relayed line is, which decides its slots and what its failure looks like.
 enum Kind {
     /// Owes the client a response with this id.
     Request {
@@ -181,6 +192,27 @@ enum Kind {
     Notification(String),
     /// The client's answer to a server request.
     Response,
+}
+
+impl Kind {
+    fn is_tool_call(&self) -> bool {
+        matches!(self, Kind::Request { method, .. } if method == "tools/call")
+    }
+}
+
+/// The error a request gets when every slot of its kind is taken.
+pub fn busy_message(tool_call: bool) -> String {
+    if tool_call {
+        format!(
+            "relay busy: {MAX_IN_FLIGHT} tool calls are already in flight through this `clawmcp call --stdio` \
+             (the limit); wait for one to finish or cancel one, then retry"
+        )
+    } else {
+        format!(
+            "relay busy: {MAX_CONTROL_IN_FLIGHT} messages other than tool calls are already in flight through \
+             this `clawmcp call --stdio` (the limit); the node is not answering them, retry later"
+        )
+    }
 }
 
 /// Relays `input` lines to `upstream` and answers on `output` until EOF or a closed output.
@@ -193,7 +225,8 @@ where
     let (out, queued) = mpsc::channel(OUTPUT_QUEUE);
     let output_closed = CancellationToken::new();
     let writer = tokio::spawn(write_frames(output, queued, output_closed.clone()));
-    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let tool_slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let control_slots = Arc::new(Semaphore::new(MAX_CONTROL_IN_FLIGHT));
     let mut in_flight = JoinSet::new();
     let mut lines = BoundedLines::new(input, MAX_LINE_BYTES);
     let end = loop {
@@ -219,9 +252,11 @@ where
             Err(e) => break RelayEnd::InputFailed(e),
         };
         let Some(kind) = classify(&line, &out).await else { continue };
-        let slot = tokio::select! {
-            _ = output_closed.cancelled() => break RelayEnd::OutputClosed,
-            slot = slots.clone().acquire_owned() => slot.expect("the slot semaphore is never closed"),
+        // Never wait for a slot: see the module docs.
+        let slots = if kind.is_tool_call() { &tool_slots } else { &control_slots };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            refuse_busy(kind, &out).await;
+            continue;
         };
         in_flight.spawn(relay_one(upstream.clone(), line, kind, out.clone(), slot));
     };
@@ -239,6 +274,19 @@ where
     drop(out);
     let _ = tokio::time::timeout(FINAL_FLUSH, writer).await;
     end
+}
+
+/// A message past its slots: a request gets the busy error, anything else is dropped (logged).
+async fn refuse_busy(kind: Kind, out: &mpsc::Sender<String>) {
+    let message = busy_message(kind.is_tool_call());
+    match kind {
+        Kind::Request { id, .. } => {
+            let error = RpcError::new(ErrorCode::InternalError, message);
+            let _ = out.send(jsonrpc::error_frame(Some(&id), &error)).await;
+        }
+        Kind::Notification(method) => tracing::warn!(%method, "dropped a notification: {message}"),
+        Kind::Response => tracing::warn!("dropped a response to the node: {message}"),
+    }
 }
 
 /// What to relay for a line, or `None` when it was answered here (invalid) or is blank.
@@ -443,6 +491,10 @@ mod tests {
         fn sent(&self) -> usize {
             *self.sent.borrow()
         }
+
+        fn last_method(&self) -> Option<String> {
+            self.methods.lock().unwrap().last().cloned()
+        }
     }
 
     /// Counts a drop unless disarmed: the exchange was abandoned.
@@ -543,6 +595,25 @@ mod tests {
             self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method}).to_string()).await;
         }
 
+        /// Takes `tool_calls` tool slots and `others` other slots with `hang`s that reached the
+        /// fake (ids `t0..`, `c0..`).
+        async fn fill(&mut self, fake: &Fake, tool_calls: usize, others: usize) {
+            for id in 0..tool_calls {
+                self.call(json!(format!("t{id}")), "hang").await;
+            }
+            for id in 0..others {
+                self.request(json!(format!("c{id}")), "hang").await;
+            }
+            fake.sent.subscribe().wait_for(|sent| *sent >= tool_calls + others).await.unwrap();
+        }
+
+        /// A `tools/call` of the fake's `tool`.
+        async fn call(&mut self, id: Value, tool: &str) {
+            let params = json!({"name": tool, "arguments": {}});
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string())
+                .await;
+        }
+
         /// The next stdout line as JSON; virtual time makes a missing line fail, not hang.
         async fn next(&mut self) -> Value {
             let line = tokio::time::timeout(Duration::from_secs(7200), self.stdout.next_line())
@@ -622,25 +693,61 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn at_most_max_in_flight_messages_are_relayed_at_once() {
+    async fn a_tool_call_past_the_limit_is_refused_at_once_and_pings_and_cancellations_still_flow() {
         let fake = Fake::new();
         let mut session = Session::start(&fake);
-        for id in 0..MAX_IN_FLIGHT {
-            session.request(json!(id), "hang").await;
-        }
-        session.request(json!("after"), "ping").await;
-        fake.sent.subscribe().wait_for(|sent| *sent >= MAX_IN_FLIGHT).await.unwrap();
-        tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(fake.sent(), MAX_IN_FLIGHT, "the message past the limit waits for a slot");
+        session.fill(&fake, MAX_IN_FLIGHT, 0).await;
+        session.call(json!("one too many"), "hang").await;
+        let refused = session.next().await;
+        assert_error(&refused, json!("one too many"), -32603, &busy_message(true));
+        assert_error(&refused, json!("one too many"), -32603, "64 tool calls are already in flight");
+        assert_eq!(fake.sent(), MAX_IN_FLIGHT, "the call past the limit never reached the node");
+
+        session.request(json!("ping"), "ping").await;
+        assert_eq!(session.next().await, json!({"jsonrpc": "2.0", "id": "ping", "result": {}}), "pings still flow");
+        session.write(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"t0"}}"#).await;
+        fake.sent.subscribe().wait_for(|sent| *sent >= MAX_IN_FLIGHT + 2).await.unwrap();
+        assert_eq!(fake.last_method().as_deref(), Some("notifications/cancelled"), "the cancellation was relayed");
+
         fake.release.add_permits(1);
-        let first = session.next().await;
-        assert_eq!(first["result"]["released"], true, "{first}");
-        assert_eq!(session.next().await["id"], "after");
-        assert_eq!(fake.sent(), MAX_IN_FLIGHT + 1);
+        assert_eq!(session.next().await["result"]["released"], true);
+        session.call(json!("again"), "echo").await;
+        assert_eq!(session.next().await["id"], "again", "the freed slot takes the next call");
         fake.release.add_permits(MAX_IN_FLIGHT);
         for _ in 1..MAX_IN_FLIGHT {
             assert_eq!(session.next().await["result"]["released"], true);
         }
+        session.finish().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn eof_is_read_with_every_slot_taken() {
+        let fake = Fake::new();
+        let mut session = Session::start(&fake);
+        session.fill(&fake, MAX_IN_FLIGHT, MAX_CONTROL_IN_FLIGHT).await;
+        drop(session.stdin.take());
+        assert!(matches!((&mut session.relay).await.unwrap(), RelayEnd::InputClosed));
+        assert_eq!(fake.dropped.load(Ordering::SeqCst), MAX_IN_FLIGHT + MAX_CONTROL_IN_FLIGHT);
+        assert_eq!(session.stdout.next_line().await.unwrap(), None, "no answer is invented");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_messages_have_slots_of_their_own_up_to_their_limit() {
+        let fake = Fake::new();
+        let mut session = Session::start(&fake);
+        session.fill(&fake, 0, MAX_CONTROL_IN_FLIGHT).await;
+        session.request(json!("ping"), "ping").await;
+        assert_error(&session.next().await, json!("ping"), -32603, "16 messages other than tool calls");
+        session.write(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        session.call(json!("call"), "echo").await;
+        assert_eq!(session.next().await["id"], "call", "tool calls have their own slots");
+        assert_eq!(fake.sent(), MAX_CONTROL_IN_FLIGHT + 1, "the notification past the limit was dropped");
+        fake.release.add_permits(MAX_CONTROL_IN_FLIGHT);
+        for _ in 0..MAX_CONTROL_IN_FLIGHT {
+            assert_eq!(session.next().await["result"]["released"], true);
+        }
+        session.request(json!("ping again"), "ping").await;
+        assert_eq!(session.next().await["id"], "ping again", "freed slots are taken again");
         session.finish().await;
     }
 
