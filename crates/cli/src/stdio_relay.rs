@@ -15,6 +15,16 @@
 //! id, exactly as for any HTTP client. Invalid lines (not JSON, batches, overlong) are answered
 //! here with the error the node would give, at no round trip.
 //!
+//! The reader never waits for a slot, as in the stdio server ([`clawmcp_mcp::stdio`]): a reader
+//! parked on a slot would stop reading the `ping`, the `notifications/cancelled` that could free
+//! a slot, and EOF. `tools/call` requests have [`MAX_IN_FLIGHT`] slots, everything else its own
+//! [`MAX_CONTROL_IN_FLIGHT`], so calls filling theirs never block a ping or a cancellation; a
+//! request past its limit is answered at once with an error naming the limit ([`busy_message`]),
+//! a notification past it is dropped with a warning (nothing can be answered).
+//!
+//! Once an `initialize` answer has been relayed, every later message carries the revision it
+//! chose in `MCP-Protocol-Version`, as the streamable HTTP transport asks of a client.
+//!
 //! The token is read at start and re-read from the token file when the node answers `401` (a
 //! `clawmcp token --reset` during the session); a `--token` value is never replaced. Only JSON-RPC
 //! reaches stdout: one writer task owns it, logs go to stderr. EOF on stdin ends the session once
@@ -28,10 +38,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use clawmcp_http::client::Reply;
+use clawmcp_mcp::client::{ServerMessage, parse_server_message};
 use clawmcp_mcp::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError};
 use clawmcp_mcp::stdio::{BoundedLines, Line, write_frames};
 use futures_util::StreamExt;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -39,7 +50,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::EndpointArgs;
-use crate::client::{ClientError, NodeClient, NodeReply, TokenSource};
+use crate::client::{ClientError, NodeClient, TokenSource};
 use crate::commands::{client_runtime, data_dir, node_client};
 use crate::lifecycle::run_stdio_session;
 
@@ -47,11 +58,15 @@ use crate::lifecycle::run_stdio_session;
 /// refused there (`413`).
 pub const MAX_LINE_BYTES: usize = clawmcp_http::MAX_BODY_BYTES;
 
-/// Messages relayed at once; the next line is read only when one finishes (the pipe then
-/// backpressures the client). Above the node's own pools (16 tool and 8 control slots, each
-/// answering `503` after 50 ms when full), so on a working node the relay is never the
-/// bottleneck and slow calls cannot take every slot.
+/// `tools/call` requests relayed at once; one more is answered at once with [`busy_message`].
+/// Above the node's own pools (16 tool and 8 control slots, each answering `503` after 50 ms
+/// when full), so on a working node the relay is never the bottleneck.
 pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Other messages (pings, listings, notifications, the client's responses) relayed at once, in
+/// slots of their own so that calls filling theirs never hold up a ping or a cancellation. These
+/// are answered in milliseconds; more than this at once means the node is stuck.
+pub const MAX_CONTROL_IN_FLIGHT: usize = 16;
 
 /// How long the messages in flight at EOF get to be answered before they are dropped (and so
 /// cancelled on the node). MCP clients close stdin when they are done and stop the server a
@@ -91,7 +106,9 @@ pub(crate) trait Upstream: Send + Sync + 'static {
     /// How long one message's whole exchange may take.
     fn timeout(&self) -> Duration;
     /// Relays one message as it came and returns the answer.
-    fn send(&self, message: Bytes) -> impl Future<Output = Result<NodeReply, ClientError>> + Send;
+    fn send(&self, message: Bytes) -> impl Future<Output = Result<Reply, ClientError>> + Send;
+    /// The node answered `initialize` with this revision: send it with every later message.
+    fn negotiated(&self, protocol_version: &str);
 }
 
 /// The node over loopback HTTP, following token rotation.
@@ -133,7 +150,7 @@ impl Upstream for NodeLink {
         self.current().timeout()
     }
 
-    async fn send(&self, message: Bytes) -> Result<NodeReply, ClientError> {
+    async fn send(&self, message: Bytes) -> Result<Reply, ClientError> {
         let client = self.current();
         let (client, answer) = match client.post_message(message.clone()).await {
             Err(ClientError::Unauthorized { endpoint, hint }) => match self.reload(&client) {
@@ -146,6 +163,10 @@ impl Upstream for NodeLink {
             answer => (client, answer),
         };
         answer.map_err(|e| e.with_token_hint(&self.token_source(&client)))
+    }
+
+    fn negotiated(&self, protocol_version: &str) {
+        self.client.lock().expect("the client lock is never poisoned").set_protocol_version(protocol_version);
     }
 }
 
@@ -161,13 +182,37 @@ pub(crate) enum RelayEnd {
     InputFailed(std::io::Error),
 }
 
-/// What a relayed line is, which decides what its failure looks like.
+/// What a relayed line is, which decides its slots and what its failure looks like.
 enum Kind {
     /// Owes the client a response with this id.
-    Request(RequestId),
+    Request {
+        id: RequestId,
+        method: String,
+    },
     Notification(String),
     /// The client's answer to a server request.
     Response,
+}
+
+impl Kind {
+    fn is_tool_call(&self) -> bool {
+        matches!(self, Kind::Request { method, .. } if method == "tools/call")
+    }
+}
+
+/// The error a request gets when every slot of its kind is taken.
+pub fn busy_message(tool_call: bool) -> String {
+    if tool_call {
+        format!(
+            "relay busy: {MAX_IN_FLIGHT} tool calls are already in flight through this `clawmcp call --stdio` \
+             (the limit); wait for one to finish or cancel one, then retry"
+        )
+    } else {
+        format!(
+            "relay busy: {MAX_CONTROL_IN_FLIGHT} messages other than tool calls are already in flight through \
+             this `clawmcp call --stdio` (the limit); the node is not answering them, retry later"
+        )
+    }
 }
 
 /// Relays `input` lines to `upstream` and answers on `output` until EOF or a closed output.
@@ -180,7 +225,8 @@ where
     let (out, queued) = mpsc::channel(OUTPUT_QUEUE);
     let output_closed = CancellationToken::new();
     let writer = tokio::spawn(write_frames(output, queued, output_closed.clone()));
-    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let tool_slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let control_slots = Arc::new(Semaphore::new(MAX_CONTROL_IN_FLIGHT));
     let mut in_flight = JoinSet::new();
     let mut lines = BoundedLines::new(input, MAX_LINE_BYTES);
     let end = loop {
@@ -206,9 +252,11 @@ where
             Err(e) => break RelayEnd::InputFailed(e),
         };
         let Some(kind) = classify(&line, &out).await else { continue };
-        let slot = tokio::select! {
-            _ = output_closed.cancelled() => break RelayEnd::OutputClosed,
-            slot = slots.clone().acquire_owned() => slot.expect("the slot semaphore is never closed"),
+        // Never wait for a slot: see the module docs.
+        let slots = if kind.is_tool_call() { &tool_slots } else { &control_slots };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            refuse_busy(kind, &out).await;
+            continue;
         };
         in_flight.spawn(relay_one(upstream.clone(), line, kind, out.clone(), slot));
     };
@@ -228,13 +276,26 @@ where
     end
 }
 
+/// A message past its slots: a request gets the busy error, anything else is dropped (logged).
+async fn refuse_busy(kind: Kind, out: &mpsc::Sender<String>) {
+    let message = busy_message(kind.is_tool_call());
+    match kind {
+        Kind::Request { id, .. } => {
+            let error = RpcError::new(ErrorCode::InternalError, message);
+            let _ = out.send(jsonrpc::error_frame(Some(&id), &error)).await;
+        }
+        Kind::Notification(method) => tracing::warn!(%method, "dropped a notification: {message}"),
+        Kind::Response => tracing::warn!("dropped a response to the node: {message}"),
+    }
+}
+
 /// What to relay for a line, or `None` when it was answered here (invalid) or is blank.
 async fn classify(line: &[u8], out: &mpsc::Sender<String>) -> Option<Kind> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
     match jsonrpc::parse(line) {
-        Ok(Incoming::Request { id, .. }) => Some(Kind::Request(id)),
+        Ok(Incoming::Request { id, method, .. }) => Some(Kind::Request { id, method }),
         Ok(Incoming::Notification { method, .. }) => Some(Kind::Notification(method)),
         Ok(Incoming::Response) => Some(Kind::Response),
         Err(rejection) => {
@@ -256,16 +317,20 @@ async fn relay_one<U: Upstream>(
     _slot: OwnedSemaphorePermit,
 ) {
     let limit = upstream.timeout();
-    let outcome = match tokio::time::timeout(limit, forward(&*upstream, message, &out)).await {
+    let initialize = matches!(&kind, Kind::Request { method, .. } if method == "initialize");
+    let outcome = match tokio::time::timeout(limit, forward(&*upstream, message, initialize, &out)).await {
         Ok(outcome) => outcome,
-        Err(_) => Err(ClientError::Timeout { endpoint: upstream.endpoint(), ms: limit.as_millis() }),
+        Err(_) => Err(ClientError::from(clawmcp_http::client::ClientError::Timeout {
+            endpoint: upstream.endpoint(),
+            ms: limit.as_millis(),
+        })),
     };
     let failure = match (kind, outcome) {
         (_, Ok(Answered::Yes)) => return,
-        (Kind::Request(id), Ok(Answered::No)) => {
+        (Kind::Request { id, .. }, Ok(Answered::No)) => {
             (id, format!("the node at {} accepted the request without answering it", upstream.endpoint()))
         }
-        (Kind::Request(id), Err(e)) => (id, e.to_string()),
+        (Kind::Request { id, .. }, Err(e)) => (id, e.to_string()),
         (Kind::Notification(method), Err(e)) => {
             tracing::warn!(%method, "could not relay a notification to the node: {e}");
             return;
@@ -286,36 +351,48 @@ enum Answered {
     No,
 }
 
-/// Sends one message and writes every frame of its answer as a line.
+/// Sends one message and writes every frame of its answer as a line. For an `initialize`, the
+/// revision its answer chose is handed to the upstream.
 async fn forward<U: Upstream>(
     upstream: &U,
     message: Bytes,
+    initialize: bool,
     out: &mpsc::Sender<String>,
 ) -> Result<Answered, ClientError> {
-    let bad = |reason: String| ClientError::BadResponse { endpoint: upstream.endpoint(), reason };
+    let bad = |reason: String| {
+        ClientError::from(clawmcp_http::client::ClientError::BadResponse { endpoint: upstream.endpoint(), reason })
+    };
+    let relayed = |frame: Relayed| {
+        if initialize && let Some(version) = frame.protocol_version() {
+            upstream.negotiated(&version);
+        }
+        frame.line
+    };
     match upstream.send(message).await? {
-        NodeReply::Accepted => Ok(Answered::No),
-        NodeReply::Frame(body) => {
-            let frame = one_line(&body).map_err(bad)?;
-            let _ = out.send(frame).await;
+        Reply::Accepted => Ok(Answered::No),
+        Reply::Frame(body) => {
+            let frame = Relayed::read(&body).map_err(bad)?;
+            let _ = out.send(relayed(frame)).await;
             Ok(Answered::Yes)
         }
-        NodeReply::Events(mut events) => {
+        Reply::Events(mut events) => {
             let mut answered = Answered::No;
             while let Some(event) = events.next().await {
-                let frame = match event.and_then(|data| one_line(data.as_bytes()).map_err(bad)) {
-                    Ok(frame) => frame,
-                    // After the response nothing else is owed: a broken end of stream is harmless.
-                    Err(e) if matches!(answered, Answered::Yes) => {
-                        tracing::debug!("the node's event stream ended badly after its answer: {e}");
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                };
-                if matches!(jsonrpc::parse(frame.as_bytes()), Ok(Incoming::Response)) {
+                let frame =
+                    match event.map_err(ClientError::from).and_then(|data| Relayed::read(data.as_bytes()).map_err(bad))
+                    {
+                        Ok(frame) => frame,
+                        // After the response nothing else is owed: a broken end of stream is harmless.
+                        Err(e) if matches!(answered, Answered::Yes) => {
+                            tracing::debug!("the node's event stream ended badly after its answer: {e}");
+                            break;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                if frame.is_response() {
                     answered = Answered::Yes;
                 }
-                if out.send(frame).await.is_err() {
+                if out.send(relayed(frame)).await.is_err() {
                     // stdout is gone: there is no one left to answer.
                     return Ok(Answered::Yes);
                 }
@@ -325,19 +402,44 @@ async fn forward<U: Upstream>(
     }
 }
 
-/// A frame from the node as one stdout line: a JSON object without line breaks.
-fn one_line(frame: &[u8]) -> Result<String, String> {
-    let text = std::str::from_utf8(frame).map_err(|e| format!("not UTF-8: {e}"))?.trim();
-    if !text.starts_with('{') {
-        return Err("not a JSON-RPC object".into());
+/// A frame from the node, checked to be JSON-RPC, as one stdout line.
+struct Relayed {
+    line: String,
+    message: ServerMessage,
+}
+
+impl Relayed {
+    /// Reads a frame; what is not JSON-RPC never reaches stdout.
+    fn read(frame: &[u8]) -> Result<Relayed, String> {
+        let message = parse_server_message(frame).map_err(|e| e.to_string())?;
+        // `parse_server_message` accepted it, so it is UTF-8 JSON.
+        let text = String::from_utf8_lossy(frame);
+        let text = text.trim();
+        let line = if text.contains(['\n', '\r']) {
+            // JSON strings cannot hold raw line breaks, so these sit between tokens: re-serialise.
+            let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+            value.to_string()
+        } else {
+            text.to_owned()
+        };
+        Ok(Relayed { line, message })
     }
-    if text.contains(['\n', '\r']) {
-        // JSON strings cannot hold raw line breaks, so these sit between tokens: re-serialise.
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        return Ok(value.to_string());
+
+    fn is_response(&self) -> bool {
+        matches!(self.message, ServerMessage::Response(_))
     }
-    serde_json::from_str::<IgnoredAny>(text).map_err(|e| format!("not JSON: {e}"))?;
-    Ok(text.to_owned())
+
+    /// The `protocolVersion` of a successful answer, if it has one.
+    fn protocol_version(&self) -> Option<String> {
+        let ServerMessage::Response(response) = &self.message else { return None };
+        let result = response.outcome.as_ref().ok()?;
+        #[derive(serde::Deserialize)]
+        struct Initialized {
+            #[serde(rename = "protocolVersion")]
+            protocol_version: String,
+        }
+        serde_json::from_str::<Initialized>(result.get()).ok().map(|r| r.protocol_version)
+    }
 }
 
 #[cfg(test)]
@@ -354,15 +456,20 @@ mod tests {
 
     const ENDPOINT: &str = "http://127.0.0.1:9/";
 
-    /// A node stand-in that answers by method: `hang` waits for a `release` permit, `refused`
-    /// fails like a stopped node, `stream*` answer as event streams, `multiline`/`html`/`accepted`
-    /// answer oddly; other requests get `{}` and notifications `202`.
+    /// A node stand-in that answers by method (a `tools/call` by tool name): `hang` waits for a
+    /// `release` permit, `refused` fails like a stopped node, `stream*` answer as event streams,
+    /// `multiline`/`html`/`accepted` answer oddly, `initialize` chooses 2025-06-18; other
+    /// requests get `{}` and notifications `202`.
     struct Fake {
         sent: watch::Sender<usize>,
+        /// The method of every message relayed, in order.
+        methods: Mutex<Vec<String>>,
         release: Semaphore,
         /// `hang` exchanges dropped before they answered.
         dropped: AtomicUsize,
         timeout: Duration,
+        /// What [`Upstream::negotiated`] was told.
+        negotiated: Mutex<Option<String>>,
     }
 
     impl Fake {
@@ -371,13 +478,22 @@ mod tests {
         }
 
         fn with_timeout(timeout: Duration) -> Arc<Self> {
-            let fake =
-                Fake { sent: watch::channel(0).0, release: Semaphore::new(0), dropped: AtomicUsize::new(0), timeout };
-            Arc::new(fake)
+            Arc::new(Fake {
+                sent: watch::channel(0).0,
+                methods: Mutex::default(),
+                release: Semaphore::new(0),
+                dropped: AtomicUsize::new(0),
+                timeout,
+                negotiated: Mutex::default(),
+            })
         }
 
         fn sent(&self) -> usize {
             *self.sent.borrow()
+        }
+
+        fn last_method(&self) -> Option<String> {
+            self.methods.lock().unwrap().last().cloned()
         }
     }
 
@@ -392,9 +508,9 @@ mod tests {
         }
     }
 
-    fn events(frames: Vec<Result<Value, ClientError>>) -> NodeReply {
+    fn events(frames: Vec<Result<Value, clawmcp_http::client::ClientError>>) -> Reply {
         let frames = frames.into_iter().map(|frame| frame.map(|value| value.to_string()));
-        NodeReply::Events(Box::pin(futures_util::stream::iter(frames)))
+        Reply::Events(Box::pin(futures_util::stream::iter(frames)))
     }
 
     fn progress() -> Value {
@@ -410,14 +526,28 @@ mod tests {
             self.timeout
         }
 
-        async fn send(&self, message: Bytes) -> Result<NodeReply, ClientError> {
-            self.sent.send_modify(|sent| *sent += 1);
+        fn negotiated(&self, protocol_version: &str) {
+            *self.negotiated.lock().unwrap() = Some(protocol_version.to_owned());
+        }
+
+        async fn send(&self, message: Bytes) -> Result<Reply, ClientError> {
             let request: Value = serde_json::from_slice(&message).expect("the relay sends JSON");
+            let method = request["method"].as_str().expect("a method");
+            self.methods.lock().unwrap().push(method.to_owned());
+            self.sent.send_modify(|sent| *sent += 1);
             let id = request["id"].clone();
             let answer = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
-            let frame = |value: Value| NodeReply::Frame(Bytes::from(value.to_string()));
-            let broken = || ClientError::Connect { endpoint: ENDPOINT.into(), reason: "connection reset".into() };
-            Ok(match request["method"].as_str().expect("a method") {
+            let frame = |value: Value| Reply::Frame(Bytes::from(value.to_string()));
+            let broken = || clawmcp_http::client::ClientError::Connect {
+                endpoint: ENDPOINT.into(),
+                reason: "connection reset".into(),
+            };
+            let what = match method {
+                "tools/call" => request["params"]["name"].as_str().expect("a tool name"),
+                method => method,
+            };
+            Ok(match what {
+                "initialize" => frame(answer(json!({"protocolVersion": "2025-06-18"}))),
                 "hang" => {
                     let mut abandoned = DropCounter(&self.dropped, true);
                     self.release.acquire().await.expect("never closed").forget();
@@ -430,11 +560,11 @@ mod tests {
                 "unanswered_stream" => events(vec![Ok(progress())]),
                 "answered_then_broken_stream" => events(vec![Ok(answer(json!({}))), Err(broken())]),
                 "multiline" => {
-                    NodeReply::Frame(Bytes::from(serde_json::to_string_pretty(&answer(json!({"a": 1}))).unwrap()))
+                    Reply::Frame(Bytes::from(serde_json::to_string_pretty(&answer(json!({"a": 1}))).unwrap()))
                 }
-                "html" => NodeReply::Frame(Bytes::from_static(b"<html>oops</html>")),
-                "accepted" => NodeReply::Accepted,
-                _ if request.get("id").is_none() => NodeReply::Accepted,
+                "html" => Reply::Frame(Bytes::from_static(b"<html>oops</html>")),
+                "accepted" => Reply::Accepted,
+                _ if request.get("id").is_none() => Reply::Accepted,
                 _ => frame(answer(json!({}))),
             })
         }
@@ -463,6 +593,25 @@ mod tests {
 
         async fn request(&mut self, id: Value, method: &str) {
             self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method}).to_string()).await;
+        }
+
+        /// Takes `tool_calls` tool slots and `others` other slots with `hang`s that reached the
+        /// fake (ids `t0..`, `c0..`).
+        async fn fill(&mut self, fake: &Fake, tool_calls: usize, others: usize) {
+            for id in 0..tool_calls {
+                self.call(json!(format!("t{id}")), "hang").await;
+            }
+            for id in 0..others {
+                self.request(json!(format!("c{id}")), "hang").await;
+            }
+            fake.sent.subscribe().wait_for(|sent| *sent >= tool_calls + others).await.unwrap();
+        }
+
+        /// A `tools/call` of the fake's `tool`.
+        async fn call(&mut self, id: Value, tool: &str) {
+            let params = json!({"name": tool, "arguments": {}});
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string())
+                .await;
         }
 
         /// The next stdout line as JSON; virtual time makes a missing line fail, not hang.
@@ -544,25 +693,74 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn at_most_max_in_flight_messages_are_relayed_at_once() {
+    async fn a_tool_call_past_the_limit_is_refused_at_once_and_pings_and_cancellations_still_flow() {
         let fake = Fake::new();
         let mut session = Session::start(&fake);
-        for id in 0..MAX_IN_FLIGHT {
-            session.request(json!(id), "hang").await;
-        }
-        session.request(json!("after"), "ping").await;
-        fake.sent.subscribe().wait_for(|sent| *sent >= MAX_IN_FLIGHT).await.unwrap();
-        tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(fake.sent(), MAX_IN_FLIGHT, "the message past the limit waits for a slot");
+        session.fill(&fake, MAX_IN_FLIGHT, 0).await;
+        session.call(json!("one too many"), "hang").await;
+        let refused = session.next().await;
+        assert_error(&refused, json!("one too many"), -32603, &busy_message(true));
+        assert_error(&refused, json!("one too many"), -32603, "64 tool calls are already in flight");
+        assert_eq!(fake.sent(), MAX_IN_FLIGHT, "the call past the limit never reached the node");
+
+        session.request(json!("ping"), "ping").await;
+        assert_eq!(session.next().await, json!({"jsonrpc": "2.0", "id": "ping", "result": {}}), "pings still flow");
+        session.write(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"t0"}}"#).await;
+        fake.sent.subscribe().wait_for(|sent| *sent >= MAX_IN_FLIGHT + 2).await.unwrap();
+        assert_eq!(fake.last_method().as_deref(), Some("notifications/cancelled"), "the cancellation was relayed");
+
         fake.release.add_permits(1);
-        let first = session.next().await;
-        assert_eq!(first["result"]["released"], true, "{first}");
-        assert_eq!(session.next().await["id"], "after");
-        assert_eq!(fake.sent(), MAX_IN_FLIGHT + 1);
+        assert_eq!(session.next().await["result"]["released"], true);
+        session.call(json!("again"), "echo").await;
+        assert_eq!(session.next().await["id"], "again", "the freed slot takes the next call");
         fake.release.add_permits(MAX_IN_FLIGHT);
         for _ in 1..MAX_IN_FLIGHT {
             assert_eq!(session.next().await["result"]["released"], true);
         }
+        session.finish().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn eof_is_read_with_every_slot_taken() {
+        let fake = Fake::new();
+        let mut session = Session::start(&fake);
+        session.fill(&fake, MAX_IN_FLIGHT, MAX_CONTROL_IN_FLIGHT).await;
+        drop(session.stdin.take());
+        assert!(matches!((&mut session.relay).await.unwrap(), RelayEnd::InputClosed));
+        assert_eq!(fake.dropped.load(Ordering::SeqCst), MAX_IN_FLIGHT + MAX_CONTROL_IN_FLIGHT);
+        assert_eq!(session.stdout.next_line().await.unwrap(), None, "no answer is invented");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_messages_have_slots_of_their_own_up_to_their_limit() {
+        let fake = Fake::new();
+        let mut session = Session::start(&fake);
+        session.fill(&fake, 0, MAX_CONTROL_IN_FLIGHT).await;
+        session.request(json!("ping"), "ping").await;
+        assert_error(&session.next().await, json!("ping"), -32603, "16 messages other than tool calls");
+        session.write(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        session.call(json!("call"), "echo").await;
+        assert_eq!(session.next().await["id"], "call", "tool calls have their own slots");
+        assert_eq!(fake.sent(), MAX_CONTROL_IN_FLIGHT + 1, "the notification past the limit was dropped");
+        fake.release.add_permits(MAX_CONTROL_IN_FLIGHT);
+        for _ in 0..MAX_CONTROL_IN_FLIGHT {
+            assert_eq!(session.next().await["result"]["released"], true);
+        }
+        session.request(json!("ping again"), "ping").await;
+        assert_eq!(session.next().await["id"], "ping again", "freed slots are taken again");
+        session.finish().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_revision_initialize_chose_is_kept_for_later_messages() {
+        let fake = Fake::new();
+        let mut session = Session::start(&fake);
+        session.request(json!(1), "ping").await;
+        assert_eq!(session.next().await["id"], 1);
+        assert_eq!(*fake.negotiated.lock().unwrap(), None, "only an initialize answer negotiates");
+        session.request(json!(2), "initialize").await;
+        assert_eq!(session.next().await["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(fake.negotiated.lock().unwrap().as_deref(), Some("2025-06-18"));
         session.finish().await;
     }
 

@@ -14,10 +14,12 @@
 //! - `sse`: the streamed answer of a `tools/call` with a progress token (progress, then result).
 //! - [`limits`]: every bound, with spec 000's defaults.
 //! - [`token`]: the bearer token file and its live reload.
+//! - [`client`]: the one HTTP MCP client (`call`, the stdio relay, `tools`' gateway discovery).
 //!
 //! The CLI calls [`bind`], prints [`HttpServer::endpoint`], then runs [`HttpServer::serve`].
 
 mod body;
+pub mod client;
 mod connections;
 mod gate;
 pub mod limits;

@@ -270,22 +270,26 @@ fn raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
     a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
 }
 
+/// Any JSON-RPC message, as both sides read it: this module (messages to a server) and
+/// [`crate::client`] (messages from one).
 #[derive(Deserialize)]
-struct Envelope<'a> {
+pub(crate) struct Envelope<'a> {
     /// Raw and never `None` when present, so that `"jsonrpc": null` is told apart from a
     /// missing member.
     #[serde(default, borrow, deserialize_with = "present")]
-    jsonrpc: Option<&'a RawValue>,
+    pub jsonrpc: Option<&'a RawValue>,
+    /// `null` reads as `None`, like an absent id.
     #[serde(default)]
-    id: Option<Box<RawValue>>,
+    pub id: Option<Box<RawValue>>,
     #[serde(default)]
-    method: Option<Value>,
+    pub method: Option<Value>,
     #[serde(default)]
-    params: Option<Box<RawValue>>,
-    #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    pub params: Option<Box<RawValue>>,
+    /// Present whatever its value: `"result": null` is a result.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub error: Option<&'a RawValue>,
 }
 
 /// A member that is present, whatever its value (`null` included).
@@ -367,6 +371,12 @@ fn classify(envelope: Envelope<'_>) -> Result<Incoming, Rejection> {
     }
 }
 
+/// Whether a `jsonrpc` member is the string `"2.0"`: the literal every peer sends first, or an
+/// escaped spelling (`"2\u002e0"`).
+pub(crate) fn is_version_2(version: &RawValue) -> bool {
+    version.get() == r#""2.0""# || serde_json::from_str::<String>(version.get()).is_ok_and(|v| v == "2.0")
+}
+
 /// What is wrong with a message's `jsonrpc` member, if anything. JSON-RPC 2.0 requires it to be
 /// exactly the string `"2.0"`; the upstream tray does not check it, we do (issue 8): a message
 /// without it is not JSON-RPC 2.0, and guessing its meaning is how two peers end up disagreeing.
@@ -377,8 +387,7 @@ fn version_problem(version: Option<&RawValue>) -> Option<String> {
                 .into(),
         );
     };
-    // The literal every client sends first; an escaped spelling (`"2\u002e0"`) is "2.0" too.
-    if version.get() == r#""2.0""# || serde_json::from_str::<String>(version.get()).is_ok_and(|v| v == "2.0") {
+    if is_version_2(version) {
         return None;
     }
     Some(format!(r#"Invalid Request: "jsonrpc" must be the string "2.0", got {}"#, clip(version.get(), 32)))
@@ -447,18 +456,6 @@ pub fn notification_frame(method: &str, params: &Value) -> String {
     serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }
 
-/// Serialises a request (client to server), used by our own clients.
-pub fn request_frame(id: &RequestId, method: &str, params: Option<&Value>) -> String {
-    let mut frame = serde_json::Map::new();
-    frame.insert("jsonrpc".into(), "2.0".into());
-    frame.insert("id".into(), serde_json::from_str(id.raw().get()).unwrap_or(Value::Null));
-    frame.insert("method".into(), method.into());
-    if let Some(params) = params {
-        frame.insert("params".into(), params.clone());
-    }
-    Value::Object(frame).to_string()
-}
-
 /// Truncates user-supplied text we echo back (method names) so a hostile client cannot make us
 /// reflect megabytes.
 pub(crate) fn clip(text: &str, max_chars: usize) -> String {
@@ -509,6 +506,9 @@ mod tests {
         let Incoming::Notification { method, params } = null_id else { panic!("a null id is a notification") };
         assert_eq!((method.as_str(), crate::params::decode(params.as_deref())), ("x", Ok(Some(json!({"a":1})))));
         assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap(), Incoming::Response);
+        // A client's answer with a `null` result is still an answer, not a request missing its
+        // method (the envelope is shared with `client`, where `null` results are common).
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"result":null}"#).unwrap(), Incoming::Response);
     }
 
     #[test]

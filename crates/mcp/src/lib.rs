@@ -3,6 +3,9 @@
 //! # Layout
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes, exact request ids, response frames.
+//! - [`client`]: the client side: request and cancellation frames, reading a server's responses
+//!   and notifications (ids matched exactly, malformed frames named). HTTP lives elsewhere
+//!   (`clawmcp_http::client`): the core knows no transport.
 //! - [`params`]: `params` into a `Value`, with errors naming the place and the limit.
 //! - [`cancel`]: the cancellation registry (in-flight calls, tombstones, completion guards).
 //! - [`types`]: tool descriptors, tool results, the per-call context (cancel, progress).
@@ -18,6 +21,7 @@
 //! the protocol rules and calls the service, and the transport writes the frame it gets back.
 
 pub mod cancel;
+pub mod client;
 pub mod jsonrpc;
 pub mod modern;
 pub mod params;

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
 use crate::args::{ApprovalAction, ApprovalsArgs};
-use crate::client::{NodeClient, RpcAnswer, TokenSource};
+use clawmcp_mcp::client::{Answer, ErrorObject};
+
+use crate::client::{NodeClient, TokenSource};
 use crate::commands::{client_runtime, node_client};
 use crate::output;
 
@@ -47,11 +49,11 @@ pub fn run(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
 
 async fn call(client: &NodeClient, source: &TokenSource, method: &str, params: Value) -> anyhow::Result<Value> {
     match client.request(&RequestId::number(1), method, Some(&params)).await.map_err(|e| e.with_token_hint(source))? {
-        RpcAnswer::Result(result) => Ok(result),
-        RpcAnswer::Error { code: -32601, .. } => {
+        Answer::Result(result) => Ok(result),
+        Answer::Error(ErrorObject { code: -32601, .. }) => {
             anyhow::bail!("the server at {} does not serve exec approvals (is it a clawmcp node?)", client.endpoint())
         }
-        RpcAnswer::Error { message, .. } => anyhow::bail!("{message}"),
+        Answer::Error(ErrorObject { message, .. }) => anyhow::bail!("{message}"),
     }
 }
 

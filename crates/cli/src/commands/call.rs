@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clawmcp_mcp::RequestId;
+use clawmcp_mcp::client::Answer;
 use serde_json::{Value, json};
 
 use crate::args::CallArgs;
-use crate::client::{NodeClient, RpcAnswer};
+use crate::client::NodeClient;
 use crate::commands::{client_runtime, node_client};
 use crate::exit::UsageError;
 use crate::output;
@@ -44,7 +45,7 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         let answer = tokio::select! {
             answer = &mut request => answer,
             _ = tokio::signal::ctrl_c() => {
-                cancel_on_node(&client).await;
+                cancel_on_node(&client, &id).await;
                 match tokio::time::timeout(CANCEL_CONFIRM, &mut request).await {
                     Ok(Ok(answer)) => { print_answer(answer); }
                     Ok(Err(e)) => output::error(&e.to_string()),
@@ -75,13 +76,14 @@ fn parse_params(params: Option<&str>) -> anyhow::Result<Value> {
 }
 
 /// Prints an answer the way `winnode` does and returns the exit status.
-fn print_answer(answer: RpcAnswer) -> ExitCode {
+fn print_answer(answer: Answer) -> ExitCode {
     match answer {
-        RpcAnswer::Error { code, message } => {
-            output::error(&format!("JSON-RPC error {code}: {message}"));
+        // "JSON-RPC error <code>: <message>", as `winnode` prints it.
+        Answer::Error(error) => {
+            output::error(&error.to_string());
             ExitCode::FAILURE
         }
-        RpcAnswer::Result(result) => {
+        Answer::Result(result) => {
             let first_text = result.pointer("/content/0/text").and_then(Value::as_str);
             if result.get("isError").and_then(Value::as_bool) == Some(true) {
                 output::error(first_text.unwrap_or("tool execution failed"));
@@ -104,17 +106,18 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-/// Ctrl-C: ask the node to cancel our request (id 1), so its work stops too.
-async fn cancel_on_node(client: &NodeClient) {
+/// Ctrl-C: ask the node to cancel our request, so its work stops too.
+async fn cancel_on_node(client: &NodeClient, id: &RequestId) {
     output::note("interrupted: cancelling the call on the node");
-    let notice = json!({"requestId": 1, "reason": "interrupted by the user (Ctrl-C)"});
-    if let Err(e) = client.notify("notifications/cancelled", &notice).await {
+    if let Err(e) = client.cancel(id, "interrupted by the user (Ctrl-C)").await {
         output::error(&format!("could not cancel the call: {e}"));
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use clawmcp_mcp::client::ErrorObject;
+
     use super::*;
 
     #[test]
@@ -139,11 +142,11 @@ mod tests {
 
     #[test]
     fn answers_map_to_exit_statuses() {
-        let ok = RpcAnswer::Result(json!({"content":[{"type":"text","text":"{\"a\":1}"}],"isError":false}));
+        let ok = Answer::Result(json!({"content":[{"type":"text","text":"{\"a\":1}"}],"isError":false}));
         assert_eq!(print_answer(ok), ExitCode::SUCCESS);
-        let tool_error = RpcAnswer::Result(json!({"content":[{"type":"text","text":"boom"}],"isError":true}));
+        let tool_error = Answer::Result(json!({"content":[{"type":"text","text":"boom"}],"isError":true}));
         assert_eq!(print_answer(tool_error), ExitCode::FAILURE);
-        let rpc_error = RpcAnswer::Error { code: -32601, message: "Method not found: x".into() };
+        let rpc_error = Answer::Error(ErrorObject { code: -32601, message: "Method not found: x".into(), data: None });
         assert_eq!(print_answer(rpc_error), ExitCode::FAILURE);
     }
 }

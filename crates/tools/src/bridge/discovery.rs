@@ -16,13 +16,15 @@
 //! socket closed. Everything is bounded by one budget; a failed source is reported and the
 //! catalog falls back to the snapshots. The grant is asked for only when the gateway itself is
 //! on loopback (its MCP server listens on the gateway host's loopback), and its URL must be
-//! loopback `http`: the token is only ever sent there.
+//! loopback `http`: the token is only ever sent there. The MCP exchange is clawmcp's one HTTP
+//! MCP client ([`clawmcp_http::client`]).
 
 use std::time::Duration;
 
 use clawmcp_gateway::{ClientOptions, GatewayClient, GatewayTarget};
-use reqwest::Url;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use clawmcp_http::client::{McpClient, is_loopback_host};
+use clawmcp_mcp::RequestId;
+use clawmcp_mcp::client::Answer;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tracing::debug;
@@ -98,7 +100,8 @@ pub async fn discover(
     let admin = hello.as_ref().is_some_and(|h| h.auth.scopes.iter().any(|s| s == "operator.admin"));
     // The grant's MCP server listens on the gateway host's loopback: reachable (and the same
     // server) only when the gateway runs on this machine.
-    let local_gateway = Url::parse(&target.url).is_ok_and(|url| is_loopback_host(url.host_str().unwrap_or_default()));
+    let local_gateway =
+        target.url.parse::<http::Uri>().is_ok_and(|url| is_loopback_host(url.host().unwrap_or_default()));
 
     let effective = async {
         let mut params = json!({"sessionKey": session_key});
@@ -119,8 +122,9 @@ pub async fn discover(
             .request("attach.grant", json!({"sessionKey": session_key, "ttlMs": GRANT_TTL_MS}))
             .await
             .map_err(|e| e.to_string())?;
-        let (url, token) = parse_grant(&grant)?;
-        let listed = list_loopback_tools(&url, &token).await;
+        let (server, token) = parse_grant(&grant)?;
+        let server = server.with_timeout(deadline.saturating_duration_since(Instant::now()));
+        let listed = list_loopback_tools(server).await;
         if let Err(error) = client.request("attach.revoke", json!({"token": token})).await {
             debug!(%error, "attach.revoke failed; the grant expires by itself");
         }
@@ -164,42 +168,39 @@ pub fn parse_effective(payload: &Value) -> Result<Vec<EffectiveTool>, String> {
     Ok(tools)
 }
 
-/// The loopback MCP URL and bearer token of an `attach.grant` answer.
-pub fn parse_grant(grant: &Value) -> Result<(Url, String), String> {
+/// The loopback MCP server (with the grant's bearer) and the token of an `attach.grant` answer.
+pub fn parse_grant(grant: &Value) -> Result<(McpClient, String), String> {
     let token = grant.get("token").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or("the grant has no token")?;
     let url = grant
         .pointer("/mcpConfig/mcpServers/openclaw/url")
         .and_then(Value::as_str)
         .ok_or("the grant has no mcpConfig.mcpServers.openclaw.url")?;
-    let url = Url::parse(url).map_err(|e| format!("the grant's URL {url:?} is invalid: {e}"))?;
-    if url.scheme() != "http" || !is_loopback_host(url.host_str().unwrap_or_default()) {
-        return Err(format!("refusing to send the grant token to {url}: not a loopback http:// URL"));
+    let refused = || format!("refusing to send the grant token to {url}: not a loopback http:// URL");
+    let server = McpClient::new(url).map_err(|_| refused())?;
+    if !server.is_loopback() {
+        return Err(refused());
     }
-    Ok((url, token.to_owned()))
-}
-
-/// `localhost`, 127.0.0.0/8 or `::1` (with or without the URL's brackets).
-fn is_loopback_host(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost") || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    Ok((server.with_bearer(Some(token.to_owned())).with_max_response_bytes(MAX_MCP_RESPONSE_BYTES), token.to_owned()))
 }
 
 /// `initialize` then `tools/list` (following `nextCursor`) on the loopback MCP server.
-async fn list_loopback_tools(url: &Url, token: &str) -> Result<Vec<SnapshotTool>, String> {
-    let http = reqwest::Client::builder().no_proxy().build().map_err(|e| e.to_string())?;
-    let mut session = McpHttp { http, url: url.clone(), token: token.to_owned(), session_id: None, next_id: 0 };
+async fn list_loopback_tools(mut server: McpClient) -> Result<Vec<SnapshotTool>, String> {
     let init = json!({
         "protocolVersion": LOOPBACK_PROTOCOL,
         "capabilities": {},
         "clientInfo": {"name": "clawmcp-tools", "version": env!("CARGO_PKG_VERSION")},
     });
-    session.call("initialize", init).await?;
-    session.notify("notifications/initialized").await;
+    server.initialize(&init).await.map_err(|e| format!("initialize: {e}"))?;
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
-    for _ in 0..MAX_LIST_PAGES {
+    for page_number in 1..=MAX_LIST_PAGES {
         let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        let page = session.call("tools/list", params).await?;
+        let id = RequestId::number(page_number as i64);
+        let page = match server.request(&id, "tools/list", Some(&params)).await {
+            Ok(Answer::Result(page)) => page,
+            Ok(Answer::Error(error)) => return Err(format!("tools/list: {error}")),
+            Err(error) => return Err(format!("tools/list: {error}")),
+        };
         let listed = page.get("tools").and_then(Value::as_array).ok_or("tools/list returned no `tools` array")?;
         for tool in listed {
             let tool: SnapshotTool =
@@ -212,83 +213,6 @@ async fn list_loopback_tools(url: &Url, token: &str) -> Result<Vec<SnapshotTool>
         }
     }
     Err(format!("tools/list had more than {MAX_LIST_PAGES} pages"))
-}
-
-/// A minimal MCP streamable-HTTP client: JSON or SSE answers, `Mcp-Session-Id` echoed.
-struct McpHttp {
-    http: reqwest::Client,
-    url: Url,
-    token: String,
-    session_id: Option<HeaderValue>,
-    next_id: u64,
-}
-
-impl McpHttp {
-    fn post(&self, body: &Value) -> Result<reqwest::RequestBuilder, String> {
-        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", self.token))
-            .map_err(|_| "the grant token is not a header value")?;
-        bearer.set_sensitive(true);
-        let mut request = self
-            .http
-            .post(self.url.clone())
-            .header(AUTHORIZATION, bearer)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .body(body.to_string());
-        if let Some(session) = &self.session_id {
-            request = request.header("mcp-session-id", session.clone());
-        }
-        Ok(request)
-    }
-
-    async fn notify(&self, method: &str) {
-        if let Ok(request) = self.post(&json!({"jsonrpc": "2.0", "method": method})) {
-            let _ = request.send().await;
-        }
-    }
-
-    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let request = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let mut response = request.send().await.map_err(|e| format!("{method}: {e}"))?;
-        let status = response.status();
-        if let Some(session) = response.headers().get("mcp-session-id") {
-            self.session_id = Some(session.clone());
-        }
-        let event_stream = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| format!("{method}: {e}"))? {
-            if body.len() + chunk.len() > MAX_MCP_RESPONSE_BYTES {
-                return Err(format!("{method}: the answer exceeds {MAX_MCP_RESPONSE_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        if !status.is_success() {
-            return Err(format!("{method}: HTTP {status}"));
-        }
-        let body = String::from_utf8_lossy(&body);
-        let messages: Vec<Value> = if event_stream {
-            body.lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .filter_map(|data| serde_json::from_str(data.trim()).ok())
-                .collect()
-        } else {
-            vec![serde_json::from_str(&body).map_err(|e| format!("{method}: the answer is not JSON: {e}"))?]
-        };
-        let answer = messages
-            .into_iter()
-            .find(|m| m.get("id").and_then(Value::as_u64) == Some(id))
-            .ok_or_else(|| format!("{method}: no JSON-RPC answer with id {id}"))?;
-        if let Some(error) = answer.get("error") {
-            return Err(format!("{method}: {error}"));
-        }
-        answer.get("result").cloned().ok_or_else(|| format!("{method}: the answer has no result"))
-    }
 }
 
 #[cfg(test)]
@@ -314,21 +238,12 @@ mod tests {
     }
 
     #[test]
-    fn loopback_hosts() {
-        for host in ["localhost", "127.0.0.1", "127.3.2.1", "[::1]", "::1"] {
-            assert!(is_loopback_host(host), "{host}");
-        }
-        for host in ["10.0.0.1", "gw.example", "0.0.0.0", "", "[::]"] {
-            assert!(!is_loopback_host(host), "{host}");
-        }
-    }
-
-    #[test]
     fn grants_are_used_only_on_loopback_http() {
         let grant = |url: &str| json!({"token": "t0k", "mcpConfig": {"mcpServers": {"openclaw": {"url": url}}}});
         for good in ["http://127.0.0.1:44289/mcp", "http://[::1]:1/mcp", "http://localhost:9/mcp"] {
-            let (url, token) = parse_grant(&grant(good)).unwrap();
-            assert_eq!((url.as_str(), token.as_str()), (good, "t0k"));
+            let (server, token) = parse_grant(&grant(good)).unwrap();
+            assert_eq!((server.endpoint().as_str(), token.as_str()), (good, "t0k"));
+            assert_eq!(server.bearer(), Some("t0k"));
         }
         for bad in ["https://127.0.0.1:1/mcp", "http://10.0.0.1:1/mcp", "http://example.com/mcp", "nope"] {
             assert!(parse_grant(&grant(bad)).is_err(), "{bad}");
