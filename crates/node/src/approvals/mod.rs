@@ -388,7 +388,14 @@ impl ExecApprovals {
             tracing::info!(agent = %policy.agent_id, "allow-always treated as allow-once: nothing durable to record");
             return;
         }
-        let pattern = matcher::exact_path_pattern(&command.executable_text);
+        let Some(pattern) = matcher::exact_path_pattern(&command.executable_text) else {
+            tracing::info!(
+                agent = %policy.agent_id,
+                executable = %command.executable_text,
+                "allow-always treated as allow-once: no allowlist pattern names exactly this path"
+            );
+            return;
+        };
         let arg_pattern = matcher::build_arg_pattern(&command.args);
         let result = self.store.update(|file| {
             let agent = file.agents.get_or_insert_with(Default::default).entry(policy.agent_id.clone()).or_default();
