@@ -37,9 +37,12 @@ pub enum Security {
     Full,
 }
 
-/// When a human is asked. Declaration order is restrictiveness: `Off` < `OnMiss` < `Always` <
-/// `Deny`, so a *greater* value is *stricter* (the opposite direction from [`Security`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// When a human is asked. Restrictiveness is a *partial* order, so `Ask` has no `Ord`: ask
+/// [`Ask::is_at_least_as_strict_as`]. `Off` < `OnMiss` < `Always`, and `Off` < `OnMiss` < `Deny`,
+/// but `Always` and `Deny` are each looser than the other somewhere: `always` asks a human even
+/// for allowlisted commands, which `deny` runs unattended; `deny` never lets an unlisted command
+/// run, which `always` puts to a human (and, with a loose `askFallback`, to the timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Ask {
     /// Never ask.
@@ -63,6 +66,18 @@ impl Security {
 }
 
 impl Ask {
+    /// Whether a policy with `self` lets nothing run without a human that `other` would not
+    /// (everything else equal). The one comparison of `Ask` values: remote updates and the
+    /// revalidation before launch both judge "tightened" with it.
+    pub fn is_at_least_as_strict_as(self, other: Ask) -> bool {
+        match (other, self) {
+            _ if self == other => true,
+            (Ask::Off, _) => true,
+            (Ask::OnMiss, Ask::Always | Ask::Deny) => true,
+            _ => false,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Ask::Off => "off",
@@ -403,6 +418,19 @@ mod tests {
         let file = parse(r#"{"version":1,"defaults":{"ask":"on-miss","askFallback":"on-miss"}}"#);
         let written = serde_json::to_string(&file).unwrap();
         assert_eq!(written, r#"{"version":1,"defaults":{"ask":"on-miss","askFallback":"allowlist"}}"#);
+    }
+
+    #[test]
+    fn ask_strictness_is_a_partial_order() {
+        use Ask::*;
+        let all = [Off, OnMiss, Always, Deny];
+        let stricter: [(Ask, Ask); 5] = [(OnMiss, Off), (Always, Off), (Deny, Off), (Always, OnMiss), (Deny, OnMiss)];
+        for a in all {
+            for b in all {
+                let expected = a == b || stricter.contains(&(a, b));
+                assert_eq!(a.is_at_least_as_strict_as(b), expected, "{a:?} at least as strict as {b:?}");
+            }
+        }
     }
 
     #[test]
