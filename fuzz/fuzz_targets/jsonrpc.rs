@@ -6,6 +6,10 @@
 //!   notifications and responses get no answer; an unreadable message is answered with id null;
 //! - a numeric id's matching key is canonical (normalising it again changes nothing);
 //! - the answer never amplifies the input (method names are clipped, ids echoed once).
+//!
+//! The revision the transport says the request speaks (HTTP's `MCP-Protocol-Version`) is taken
+//! from the input's length: none, or one of the supported ones. Derived from the input, so a
+//! crash reproduces from its file alone and the seeds need no extra byte.
 
 #![no_main]
 
@@ -13,7 +17,7 @@ use std::sync::{Arc, LazyLock};
 
 use clawmcp_mcp::jsonrpc::{self, IdKey, Incoming, Rejection};
 use clawmcp_mcp::{
-    CallContext, DuplicatePolicy, McpServer, McpService, RequestContext, ServerInfo, Tool, ToolResult,
+    CallContext, DuplicatePolicy, McpServer, McpService, ProtocolVersion, RequestContext, ServerInfo, Tool, ToolResult,
     permissive_schema,
 };
 use futures_util::FutureExt;
@@ -30,8 +34,11 @@ impl McpService for Fake {
     fn list_tools(&self) -> Vec<Tool> {
         vec![Tool {
             name: "count".into(),
+            // Set, so the per-revision rendering (dropped before 2025-06-18) is exercised.
+            title: Some("Count".into()),
             description: "counts its arguments".into(),
             input_schema: permissive_schema(),
+            output_schema: Some(permissive_schema()),
             annotations: None,
         }]
     }
@@ -92,7 +99,12 @@ fuzz_target!(|data: &[u8]| {
         Err(Rejection::Reply { id, .. }) => Some(id.as_ref().map(|id| id.raw().get().to_owned())),
     };
 
-    let frame = RUNTIME.block_on(server().handle(data, RequestContext::new(CancellationToken::new())));
+    let mut ctx = RequestContext::new(CancellationToken::new());
+    ctx.protocol_version = match data.len() % (ProtocolVersion::SUPPORTED.len() + 1) {
+        0 => None,
+        n => Some(ProtocolVersion::SUPPORTED[n - 1]),
+    };
+    let frame = RUNTIME.block_on(server().handle(data, ctx));
 
     match (expected_id, frame) {
         (None, None) => {}
