@@ -13,6 +13,7 @@
 # - Debug assertions and overflow checks are on (cargo-fuzz's default): an overflow is a crash.
 # - Each target starts from its committed seeds (fuzz/corpus/<target>, read only) plus what
 #   earlier runs on this machine found (fuzz/target/corpus/<target>, where new inputs go).
+# - FUZZ_TARGET_DIR moves fuzz/target (build, logs, work corpus, crash files) elsewhere.
 # - A crash fails the run and prints the input (base64) and how to reproduce and minimise it.
 set -euo pipefail
 
@@ -21,6 +22,7 @@ CARGO_FUZZ_VERSION=0.13.2
 SECONDS_PER_TARGET="${1:-45}"
 shift || true
 SANITIZER="${FUZZ_SANITIZER:-none}"
+TARGET_DIR="${FUZZ_TARGET_DIR:-$FUZZ_DIR/target}"
 export RUSTC_BOOTSTRAP=1
 
 cd "$FUZZ_DIR"
@@ -36,27 +38,27 @@ TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || { echo "no fuzz targets in $FUZZ_DIR/Cargo.toml" >&2; exit 1; }
 
 phase_start=$SECONDS
-mkdir -p "$FUZZ_DIR/target"
+mkdir -p "$TARGET_DIR"
 # One build for every target (cargo fuzz build takes one target or none, meaning all).
 # --target-dir keeps these artifacts (other RUSTFLAGS) out of the workspace's target dir.
 build_only=()
 [[ ${#TARGETS[@]} -eq 1 ]] && build_only=("${TARGETS[0]}")
-if ! cargo fuzz build --sanitizer "$SANITIZER" --target-dir "$FUZZ_DIR/target" "${build_only[@]}" \
-  >"$FUZZ_DIR/target/build.log" 2>&1; then
-  tail -n 60 "$FUZZ_DIR/target/build.log" >&2
-  echo "cargo fuzz build failed (log: $FUZZ_DIR/target/build.log)" >&2
+if ! cargo fuzz build --sanitizer "$SANITIZER" --target-dir "$TARGET_DIR" "${build_only[@]}" \
+  >"$TARGET_DIR/build.log" 2>&1; then
+  tail -n 60 "$TARGET_DIR/build.log" >&2
+  echo "cargo fuzz build failed (log: $TARGET_DIR/build.log)" >&2
   exit 1
 fi
 echo "built ${TARGETS[*]} in $((SECONDS - phase_start)) s"
 
 for target in "${TARGETS[@]}"; do
   phase_start=$SECONDS
-  work_corpus="$FUZZ_DIR/target/corpus/$target"
-  artifacts="$FUZZ_DIR/target/artifacts/$target/"
+  work_corpus="$TARGET_DIR/corpus/$target"
+  artifacts="$TARGET_DIR/artifacts/$target/"
   mkdir -p "$work_corpus" "$artifacts"
-  log="$FUZZ_DIR/target/$target.log"
+  log="$TARGET_DIR/$target.log"
   # -timeout: one input taking 10 s is a hang, reported as a crash.
-  if cargo fuzz run --sanitizer "$SANITIZER" --target-dir "$FUZZ_DIR/target" "$target" \
+  if cargo fuzz run --sanitizer "$SANITIZER" --target-dir "$TARGET_DIR" "$target" \
     "$work_corpus" "$FUZZ_DIR/corpus/$target" -- \
     -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -artifact_prefix="$artifacts" -print_final_stats=1 \
     >"$log" 2>&1; then
