@@ -30,3 +30,38 @@ pub mod token;
 
 pub use limits::{Limits, MAX_BODY_BYTES};
 pub use server::{BindError, HttpConfig, HttpServer, bind};
+
+/// Entry points for the fuzz targets in `fuzz/` only: hidden, not an API. Each forwards to one of
+/// the gate's private header checks and reports a refusal as the status and text it answers.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::net::IpAddr;
+
+    use http::{Request, StatusCode};
+
+    use crate::gate;
+    use crate::token::LiveToken;
+
+    /// How the server would refuse: status and body text.
+    pub type Refused = (StatusCode, &'static str);
+
+    fn refused(refusal: gate::Refusal) -> Refused {
+        (refusal.status(), refusal.text())
+    }
+
+    pub fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<(), Refused> {
+        gate::admit(peer, request, token).map_err(refused)
+    }
+
+    pub fn require_json<B>(request: &Request<B>) -> Result<(), Refused> {
+        gate::require_json(request).map_err(refused)
+    }
+
+    pub fn wants_event_stream<B>(request: &Request<B>) -> bool {
+        gate::wants_event_stream(request)
+    }
+
+    pub fn accepts_event_stream<B>(request: &Request<B>) -> bool {
+        gate::accepts_event_stream(request)
+    }
+}

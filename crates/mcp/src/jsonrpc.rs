@@ -205,7 +205,9 @@ pub fn normalize_number(text: &str) -> Option<String> {
         return Some("0".to_string());
     }
     let without_trailing = trimmed.trim_end_matches('0');
-    exp += (trimmed.len() - without_trailing.len()) as i128;
+    // Checked: `10e<i128::MAX>` would overflow (a panic in debug builds, a wrapped key that
+    // collides with another id's in release ones). Such an id is refused, not matched.
+    exp = exp.checked_add((trimmed.len() - without_trailing.len()) as i128)?;
     let mut key = String::with_capacity(without_trailing.len() + 6);
     if negative {
         key.push('-');

@@ -139,6 +139,22 @@ fn a_get_set_round_trip_is_accepted() {
     assert_eq!(fx.read_policy()["socket"]["token"], "s3cret", "the token a remote never saw is kept");
 }
 
+/// Found by the fuzz target `exec_approvals`: a hand-written entry without a pattern (it never
+/// matches) was shown by `get`, and `set` refuses blank patterns, so sending the snapshot back,
+/// or any tightening of it, was refused.
+#[test]
+fn a_get_set_round_trip_is_accepted_when_the_file_has_blank_patterns() {
+    let fx = Fixture::with_policy(json!({
+        "version": 1,
+        "agents": {"main": {"allowlist": [{"pattern": " /usr/bin/ls "}, {"commandText": "no pattern"}, {"pattern": "  "}]}}
+    }));
+    let snapshot = fx.approvals.get_snapshot().unwrap();
+    assert_eq!(snapshot["file"]["agents"]["main"]["allowlist"], json!([{"pattern": "/usr/bin/ls"}]));
+    let result =
+        fx.approvals.set_from_args(&args(json!({"baseHash": snapshot["hash"], "file": snapshot["file"]}))).unwrap();
+    assert_eq!(result["file"], snapshot["file"]);
+}
+
 #[test]
 fn loosening_is_refused_per_scope() {
     let fx = Fixture::with_policy(json!({

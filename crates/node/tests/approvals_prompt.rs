@@ -79,6 +79,43 @@ async fn allow_always_persists_a_bound_entry_and_the_same_command_then_runs_with
     assert_eq!(different.await.unwrap().unwrap_err().code, DenialCode::UserDenied);
 }
 
+/// The fuzz target `exec_approvals` found that the recorded pattern is trimmed before it is
+/// compiled: "allow always" for `tool ` (trailing space) recorded a rule that ran `tool`.
+#[tokio::test(start_paused = true)]
+async fn allow_always_for_a_path_ending_in_whitespace_binds_that_path_and_no_other() {
+    let fx = Fixture::new();
+    fx.add_exe("tool ");
+    let spaced = fx.request("tool ", &["x"]);
+    let run = fx.spawn(spaced.clone(), CancellationToken::new());
+    let id = fx.wait_pending(1).await[0].id.clone();
+    fx.approvals.resolve(&id, Decision::AllowAlways).unwrap();
+    run.await.unwrap().unwrap();
+    assert_eq!(fx.read_policy()["agents"]["main"]["allowlist"][0]["pattern"], format!("{}[ ]", fx.exe("tool")));
+
+    fx.authorize(&spaced).await.expect("the approved path runs without asking");
+    let plain = fx.spawn(fx.request("tool", &["x"]), CancellationToken::new());
+    let id = fx.wait_pending(1).await[0].id.clone();
+    fx.approvals.resolve(&id, Decision::Deny).unwrap();
+    assert_eq!(plain.await.unwrap().unwrap_err().code, DenialCode::UserDenied, "`tool` is another file");
+}
+
+/// No glob names a path ending in non-ASCII whitespace exactly (trimming removes it, a class of
+/// it never matches): such an "allow always" is an "allow once" and records nothing.
+#[tokio::test(start_paused = true)]
+async fn allow_always_records_nothing_for_a_path_no_pattern_can_name() {
+    let fx = Fixture::new();
+    fx.add_exe("tool\u{a0}");
+    let request = fx.request("tool\u{a0}", &[]);
+    let run = fx.spawn(request.clone(), CancellationToken::new());
+    let id = fx.wait_pending(1).await[0].id.clone();
+    fx.approvals.resolve(&id, Decision::AllowAlways).unwrap();
+    run.await.unwrap().unwrap();
+    assert!(!path_exists(&fx.policy_path()), "nothing recorded");
+    let again = fx.spawn(request, CancellationToken::new());
+    fx.wait_pending(1).await;
+    again.abort();
+}
+
 #[tokio::test(start_paused = true)]
 async fn allow_always_is_only_recorded_under_security_allowlist() {
     let fx = Fixture::with_policy(json!({"version": 1, "defaults": {"security": "full", "ask": "always"}}));

@@ -75,9 +75,32 @@ pub fn path_matches(pattern: &str, path: &str) -> bool {
     compile_pattern(pattern).is_some_and(|glob| glob.is_match(path))
 }
 
-/// The glob that matches exactly `path` and nothing else.
-pub fn exact_path_pattern(path: &str) -> String {
-    globset::escape(path)
+/// The glob that matches exactly `path` and nothing else, as [`compile_pattern`] reads patterns,
+/// or `None` where no pattern can say that.
+///
+/// Each glob metacharacter becomes a one-character class (`*` -> `[*]`, as `globset::escape`
+/// writes), and so do two characters `globset::escape` leaves alone but that mean something
+/// here: the backslash (an escape, since patterns are built with `backslash_escape`) and
+/// whitespace at either end (patterns are trimmed first). Without them an "allow always" for
+/// `/opt/tool ` recorded a rule for `/opt/tool`, one for `/opt/a\b` a rule for `/opt/ab`, and one
+/// for `/opt/a\*` a rule for every `/opt/a[...]`. Whitespace outside ASCII at either end cannot
+/// be kept: trimming removes it bare, and `globset` never matches a class holding a non-ASCII
+/// character.
+pub fn exact_path_pattern(path: &str) -> Option<String> {
+    let last = path.chars().count().saturating_sub(1);
+    let mut pattern = String::with_capacity(path.len() + 8);
+    for (index, c) in path.chars().enumerate() {
+        let trimmed_away = c.is_whitespace() && (index == 0 || index == last);
+        if trimmed_away && !c.is_ascii() {
+            return None;
+        }
+        if matches!(c, '?' | '*' | '[' | ']' | '{' | '}' | '\\') || trimmed_away {
+            pattern.extend(['[', c, ']']);
+        } else {
+            pattern.push(c);
+        }
+    }
+    Some(pattern)
 }
 
 /// The entry authorizing `path` with `args`, preferring argument-bound entries.
@@ -240,9 +263,32 @@ mod tests {
     #[test]
     fn exact_patterns_escape_glob_syntax() {
         let path = "/opt/a*b/[x]/c?";
-        let pattern = exact_path_pattern(path);
+        let pattern = exact_path_pattern(path).unwrap();
         assert!(path_matches(&pattern, path));
         assert!(!path_matches(&pattern, "/opt/aZZb/x/cd"));
+    }
+
+    /// Found by `fuzz/fuzz_targets/exec_approvals.rs` (minimised input: the path `/ `): the
+    /// pattern was trimmed before compiling, so the exact pattern of a path ending in whitespace
+    /// matched the path without it and not the path itself.
+    #[test]
+    fn exact_patterns_survive_trimming_and_backslash_escapes() {
+        for (path, other) in [
+            ("/ ", "/"),
+            ("/opt/tool ", "/opt/tool"),
+            ("/opt/tool \t", "/opt/tool "),
+            ("/opt/a\\*", "/opt/a[X]"),
+            ("/opt/a\\b", "/opt/ab"),
+            ("/opt/a\\", "/opt/a"),
+            ("/opt/x\\[*]", "/opt/x[y]"),
+            ("/opt/my tool/bin", "/opt/my  tool/bin"),
+        ] {
+            let pattern = exact_path_pattern(path).unwrap();
+            assert!(path_matches(&pattern, path), "{pattern:?} must match {path:?}");
+            assert!(!path_matches(&pattern, other), "{pattern:?} must not match {other:?}");
+        }
+        assert_eq!(exact_path_pattern("/opt/my tool/bin").unwrap(), "/opt/my tool/bin", "inner spaces stay readable");
+        assert_eq!(exact_path_pattern("/opt/tool\u{a0}"), None, "no pattern keeps non-ASCII whitespace at the end");
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl Currency {
 
     fn is_still_current(&self, fresh: &EffectivePolicy) -> bool {
         fresh.policy.security >= self.policy.security
-            && fresh.policy.ask <= self.policy.ask
+            && self.policy.ask.is_at_least_as_strict_as(fresh.policy.ask)
             && fresh.policy.ask_fallback >= self.policy.ask_fallback
             && self.grants.is_subset(&fresh.grants())
     }
@@ -388,7 +388,14 @@ impl ExecApprovals {
             tracing::info!(agent = %policy.agent_id, "allow-always treated as allow-once: nothing durable to record");
             return;
         }
-        let pattern = matcher::exact_path_pattern(&command.executable_text);
+        let Some(pattern) = matcher::exact_path_pattern(&command.executable_text) else {
+            tracing::info!(
+                agent = %policy.agent_id,
+                executable = %command.executable_text,
+                "allow-always treated as allow-once: no allowlist pattern names exactly this path"
+            );
+            return;
+        };
         let arg_pattern = matcher::build_arg_pattern(&command.args);
         let result = self.store.update(|file| {
             let agent = file.agents.get_or_insert_with(Default::default).entry(policy.agent_id.clone()).or_default();
@@ -513,6 +520,12 @@ mod tests {
         let mut tighter = base.clone();
         tighter.policy.ask = model::Ask::Always;
         assert!(!currency.is_still_current(&tighter));
+        // `deny` runs allowlisted commands unattended, `always` asks first: either way is a change
+        // an authorization made under the other must not survive.
+        let mut denying = base.clone();
+        denying.policy.ask = model::Ask::Deny;
+        assert!(!Currency::capture(&tighter).is_still_current(&denying));
+        assert!(!Currency::capture(&denying).is_still_current(&tighter));
         let mut fallback = base.clone();
         fallback.policy.ask_fallback = Security::Deny;
         assert!(currency.is_still_current(&fallback), "already deny");

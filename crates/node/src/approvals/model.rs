@@ -37,9 +37,12 @@ pub enum Security {
     Full,
 }
 
-/// When a human is asked. Declaration order is restrictiveness: `Off` < `OnMiss` < `Always` <
-/// `Deny`, so a *greater* value is *stricter* (the opposite direction from [`Security`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// When a human is asked. Restrictiveness is a *partial* order, so `Ask` has no `Ord`: ask
+/// [`Ask::is_at_least_as_strict_as`]. `Off` < `OnMiss` < `Always`, and `Off` < `OnMiss` < `Deny`,
+/// but `Always` and `Deny` are each looser than the other somewhere: `always` asks a human even
+/// for allowlisted commands, which `deny` runs unattended; `deny` never lets an unlisted command
+/// run, which `always` puts to a human (and, with a loose `askFallback`, to the timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Ask {
     /// Never ask.
@@ -63,6 +66,18 @@ impl Security {
 }
 
 impl Ask {
+    /// Whether a policy with `self` lets nothing run without a human that `other` would not
+    /// (everything else equal). The one comparison of `Ask` values: remote updates and the
+    /// revalidation before launch both judge "tightened" with it.
+    pub fn is_at_least_as_strict_as(self, other: Ask) -> bool {
+        match (other, self) {
+            _ if self == other => true,
+            (Ask::Off, _) => true,
+            (Ask::OnMiss, Ask::Always | Ask::Deny) => true,
+            _ => false,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Ask::Off => "off",
@@ -306,15 +321,7 @@ impl ApprovalsFile {
     pub fn normalized_for_save(mut self, current_socket: Option<&SocketConfig>) -> Self {
         self.version = Some(FILE_VERSION);
         self.defaults = Some(Policy::DEFAULT.with_overrides(self.defaults.as_ref()).into_fields());
-        let agents = self.agents.get_or_insert_with(IndexMap::new);
-        for agent in agents.values_mut() {
-            if let Some(list) = agent.allowlist.as_mut() {
-                list.retain(|entry| !entry.pattern.trim().is_empty());
-                for entry in list.iter_mut() {
-                    entry.pattern = entry.pattern.trim().to_string();
-                }
-            }
-        }
+        tidy_allowlists(self.agents.get_or_insert_with(IndexMap::new));
         let path = self.socket.as_ref().and_then(|s| s.path.clone()).or_else(|| current_socket?.path.clone());
         let token = self.socket.as_ref().and_then(|s| s.token.clone()).or_else(|| current_socket?.token.clone());
         self.socket = (path.is_some() || token.is_some()).then_some(SocketConfig { path, token });
@@ -322,14 +329,29 @@ impl ApprovalsFile {
     }
 
     /// The file as `system.execApprovals.get` shows it: defaults spelled out, `agents` always
-    /// present, the socket reduced to its path (the token is a credential).
+    /// present, allowlists as a save writes them, the socket reduced to its path (the token is a
+    /// credential). Sending it back unchanged is always accepted: it holds no blank pattern,
+    /// which `set` refuses and which the file itself may hold (written by hand).
     pub fn redacted_for_snapshot(&self) -> Self {
         let socket_path = self.socket.as_ref().and_then(|s| s.path.as_deref()).map(str::trim).filter(|p| !p.is_empty());
+        let mut agents = self.agents.clone().unwrap_or_default();
+        tidy_allowlists(&mut agents);
         ApprovalsFile {
             version: Some(FILE_VERSION),
             socket: socket_path.map(|path| SocketConfig { path: Some(path.to_string()), token: None }),
             defaults: Some(Policy::DEFAULT.with_overrides(self.defaults.as_ref()).into_fields()),
-            agents: Some(self.agents.clone().unwrap_or_default()),
+            agents: Some(agents),
+        }
+    }
+}
+
+/// Allowlists in the form saves write and snapshots show: entries with a blank pattern (which
+/// never match, see [`ApprovalsFile::effective`]) dropped, the other patterns trimmed.
+fn tidy_allowlists(agents: &mut IndexMap<String, AgentPolicy>) {
+    for list in agents.values_mut().filter_map(|agent| agent.allowlist.as_mut()) {
+        list.retain(|entry| !entry.pattern.trim().is_empty());
+        for entry in list.iter_mut() {
+            entry.pattern = entry.pattern.trim().to_string();
         }
     }
 }
@@ -396,6 +418,19 @@ mod tests {
         let file = parse(r#"{"version":1,"defaults":{"ask":"on-miss","askFallback":"on-miss"}}"#);
         let written = serde_json::to_string(&file).unwrap();
         assert_eq!(written, r#"{"version":1,"defaults":{"ask":"on-miss","askFallback":"allowlist"}}"#);
+    }
+
+    #[test]
+    fn ask_strictness_is_a_partial_order() {
+        use Ask::*;
+        let all = [Off, OnMiss, Always, Deny];
+        let stricter: [(Ask, Ask); 5] = [(OnMiss, Off), (Always, Off), (Deny, Off), (Always, OnMiss), (Deny, OnMiss)];
+        for a in all {
+            for b in all {
+                let expected = a == b || stricter.contains(&(a, b));
+                assert_eq!(a.is_at_least_as_strict_as(b), expected, "{a:?} at least as strict as {b:?}");
+            }
+        }
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! make it stricter but never looser, so an agent cannot grant itself execution rights:
 //! - for `defaults`, the wildcard agent `*`, and every named agent in either file plus `main`,
 //!   the *effective* security may not loosen (deny < allowlist < full), ask may not loosen
-//!   (off < on-miss < always < deny, later is stricter), askFallback may not loosen, and
-//!   autoAllowSkills may not turn on;
+//!   (off < on-miss < always and off < on-miss < deny; `always` and `deny` may not replace each
+//!   other, see [`Ask`](super::model::Ask)), askFallback may not loosen, and autoAllowSkills may
+//!   not turn on;
 //! - allowlist entries may be removed, never added or changed: every desired entry must already
 //!   exist in the same agent with the same grant identity (pattern trimmed, argPattern and
 //!   source exact). Usage metadata (`lastUsedAt`, ...) is not identity and may differ.
@@ -53,7 +54,7 @@ fn compare(current: Policy, desired: Policy, scope: &str) -> Result<(), String> 
     if desired.security > current.security {
         return Err(format!("Remote exec approval updates cannot make security less restrictive for {scope}."));
     }
-    if desired.ask < current.ask {
+    if !desired.ask.is_at_least_as_strict_as(current.ask) {
         return Err(format!("Remote exec approval updates cannot make ask less restrictive for {scope}."));
     }
     if desired.ask_fallback > current.ask_fallback {
@@ -196,6 +197,23 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    /// Found with the fuzz target `exec_approvals` (its "an accepted update loosens nothing"
+    /// check): `always` -> `deny` passed as tightening, yet under `deny` allowlisted commands run
+    /// without the prompt `always` put before them.
+    #[test]
+    fn always_and_deny_may_not_replace_each_other() {
+        let with = |ask: &str| format!(r#"{{"version":1,"defaults":{{"ask":"{ask}"}}}}"#);
+        let refused = Err("Remote exec approval updates cannot make ask less restrictive for defaults.".to_string());
+        assert_eq!(check(&with("always"), &with("deny")), refused);
+        assert_eq!(check(&with("deny"), &with("always")), refused);
+        for (from, to) in
+            [("off", "on-miss"), ("off", "always"), ("off", "deny"), ("on-miss", "always"), ("on-miss", "deny")]
+        {
+            assert_eq!(check(&with(from), &with(to)), Ok(()), "{from} -> {to}");
+            assert!(check(&with(to), &with(from)).is_err(), "{to} -> {from}");
+        }
     }
 
     const WITH_ENTRIES: &str = r#"{"version":1,"agents":{"main":{"allowlist":[

@@ -136,6 +136,13 @@ fn read_checked(path: &Path) -> Loaded {
         Ok(None) => return Loaded::Missing,
         Err(e) => return invalid(e.to_string()),
     };
+    parse_file(bytes)
+}
+
+/// Judges the bytes of an approvals file: UTF-8, a valid approvals document, version 1.
+/// Anything else is [`Loaded::Invalid`] with the reason. Public so the fuzz target
+/// (`fuzz/fuzz_targets/exec_approvals.rs`) parses exactly what a read parses.
+pub fn parse_file(bytes: Vec<u8>) -> Loaded {
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(_) => return invalid("it is not UTF-8 text"),

@@ -59,6 +59,14 @@ impl Fixture {
         serde_json::from_str(&fs::read_to_string(self.policy_path()).unwrap()).unwrap()
     }
 
+    /// Another fake executable in the fixture's `bin`.
+    pub fn add_exe(&self, name: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.root.join("bin").join(name);
+        fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     pub fn exe(&self, name: &str) -> String {
         self.root.join("bin").join(name).to_str().unwrap().to_string()
     }
