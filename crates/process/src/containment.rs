@@ -243,6 +243,12 @@ pub fn kernel_support() -> &'static KernelSupport {
     SUPPORT.get_or_init(KernelSupport::detect)
 }
 
+/// What `policy` would hold on this kernel, rule by rule, without preparing anything (for
+/// `clawmcp doctor` and the node's start-up summary).
+pub fn expected_report(policy: &ContainmentPolicy) -> ContainmentReport {
+    decide(kernel_support(), policy).report
+}
+
 /// Why a containment cannot be prepared. Each is a reason not to run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ContainmentError {
