@@ -213,7 +213,7 @@ impl SandboxSettings {
         match self.memory_mib {
             Some(mib) if mib == 0 || mib > MAX_SANDBOX_MEMORY_MIB => {
                 return Err(format!(
-                    "SystemRunSandbox.MemoryMiB: {mib} is out of range; use 1..={MAX_SANDBOX_MEMORY_MIB}, or null for no limit"
+                    "SystemRunSandbox.MemoryMiB: {mib} is out of range; use 1..={MAX_SANDBOX_MEMORY_MIB}, or null (`none` with `clawmcp settings set`) for no limit"
                 ));
             }
             _ => {}
@@ -221,14 +221,14 @@ impl SandboxSettings {
         match self.max_processes {
             Some(tasks) if tasks == 0 || tasks > max_tasks => {
                 return Err(format!(
-                    "SystemRunSandbox.MaxProcesses: {tasks} is out of range; use 1..={max_tasks}, or null for no limit"
+                    "SystemRunSandbox.MaxProcesses: {tasks} is out of range; use 1..={max_tasks}, or null (`none` with `clawmcp settings set`) for no limit"
                 ));
             }
             _ => {}
         }
         if self.cpu_seconds == Some(0) {
             return Err(
-                "SystemRunSandbox.CpuSeconds: 0 would kill every command at once; use 1 or more, or null for no limit"
+                "SystemRunSandbox.CpuSeconds: 0 would kill every command at once; use 1 or more, or null (`none` with `clawmcp settings set`) for no limit"
                     .into(),
             );
         }
