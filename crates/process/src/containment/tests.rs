@@ -232,25 +232,43 @@ async fn without_network_the_program_sees_no_interface_but_a_loopback() {
 
 // ---- resource limits
 
-/// A shell fork bomb: every copy starts two more, for ever. Each generation first pauses for
-/// 10 ms, so the bomb doubles about as often as the reaper counts: growth stays exponential
-/// and unbounded, but other tests running meanwhile are not starved of pids while the limit
-/// catches it (a bomb at full speed can reach the machine's pid_max before the reaper gets a
-/// core on a loaded 2-core machine; the kernel's RLIMIT_NPROC, where it applies, has no such gap).
-const FORK_BOMB: &str = "bomb() { sleep 0.01; bomb & bomb & wait; }; bomb";
+/// How deep [`fork_bomb`] forks: its worst case is 2^(depth + 1) - 1 processes.
+const FORK_BOMB_DEPTH: u32 = 9;
+
+/// A shell fork bomb bounded by construction. Every copy below [`FORK_BOMB_DEPTH`] starts two
+/// more and then becomes a `sleep` that holds for a minute (longer than any run's time limit
+/// here), so it grows exponentially like a real bomb, to 64 times the limits the tests set, but
+/// if the limit never fired it would stop at 2^10 - 1 = 1023 processes (`[`, `$((...))` and
+/// `echo` are shell builtins and `exec` forks nothing: no other process exists, even briefly)
+/// and end at the run's time limit. As root, `RLIMIT_NPROC` does not bind and only the reaper's
+/// count stops a bomb; an unbounded one that outruns the count takes the machine's pids.
+/// `after_fork` runs in the forking copy after each fork, with the new copy's pid in `$!`.
+fn fork_bomb(after_fork: &str) -> String {
+    format!(
+        "bomb() {{ if [ \"$1\" -lt {FORK_BOMB_DEPTH} ]; then bomb $(($1 + 1)) & {after_fork} bomb $(($1 + 1)) & {after_fork} fi; exec sleep 60; }}; bomb 0"
+    )
+}
 
 #[tokio::test]
 async fn a_fork_bomb_is_killed_by_the_process_limit_and_nothing_of_it_survives() {
     require_full_support();
     // Processes of a tree whose reaper died would be this process's children: none may be.
     let _only_reapers = NON_REAPER_CHILDREN.lock().await;
-    let containment = Containment::prepare(&ContainmentPolicy { max_tasks: Some(16), ..policy(&[]) }).unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let pid_file = workspace.path().join("pids");
+    let containment =
+        Containment::prepare(&ContainmentPolicy { max_tasks: Some(16), ..policy(&[workspace.path()]) }).unwrap();
+    // Every process of the bomb, by the pid its parent saw (the program is the first).
+    let script = format!("F='{}'; echo $$ >> \"$F\"; {}", pid_file.display(), fork_bomb("echo $! >> \"$F\";"));
     // The time limit only turns a failure into a clean end: the limit must end it long before.
-    let outcome = run_in(&containment, None, FORK_BOMB, Duration::from_secs(10)).await;
+    let outcome = run_in(&containment, None, &script, Duration::from_secs(10)).await;
     let summary = (outcome.process_limit_exceeded, outcome.timed_out, outcome.exit_code, outcome.duration);
     assert!(outcome.process_limit_exceeded, "limit hit, timed out, exit code, duration: {summary:?}");
     assert!(!outcome.timed_out);
     assert_eq!(outcome.exit_code, 128 + 9, "the whole tree is SIGKILLed");
+    let bomb = pids_in(&std::fs::read_to_string(&pid_file).unwrap());
+    assert!(!bomb.is_empty() && bomb.len() < 1 << (FORK_BOMB_DEPTH + 1), "{} pids recorded", bomb.len());
+    assert_all_dead(&bomb, "after the bomb's tree was killed for its size");
     let left = crate::tree::live_children_other_than_reapers();
     assert!(left.is_empty(), "the bomb left {left:?}");
     // Whatever it left would still be a child of the reaper's tree; the next run is healthy.
@@ -356,9 +374,9 @@ async fn as_a_normal_user_without_network_forks_past_the_limit_fail_at_once() {
     assert_eq!(outcome.stdout.text, "2\n3\n4\n", "{outcome:?}");
     assert_eq!(outcome.stderr.text, "sh: 0: Cannot fork\n", "the fifth fork fails with EAGAIN");
     assert!(!outcome.process_limit_exceeded, "the kernel held the limit before the reaper had to: {outcome:?}");
-    // And a bomb under it never gets past the limit: its forks fail, its shells give up (or
-    // churn at the limit until the time runs out), and the reaper never had to step in.
-    let bomb = run_in(&containment, None, FORK_BOMB, Duration::from_secs(5)).await;
+    // And a bomb under it never gets past the limit: its forks fail, the copies that could
+    // fork hold at the limit until the time runs out, and the reaper never had to step in.
+    let bomb = run_in(&containment, None, &fork_bomb(""), Duration::from_secs(5)).await;
     assert!(!bomb.process_limit_exceeded, "{:?}", (bomb.timed_out, bomb.exit_code));
     assert!(bomb.stderr.text.contains("Cannot fork"), "{}", bomb.stderr.text);
 }
