@@ -10,7 +10,7 @@
 //! | network (when cut) | a network namespace of its own (only a loopback, down); Landlock's TCP connect/bind denial and abstract-socket scope on top, which are all that is left where no namespace can be had |
 //! | memory | `RLIMIT_DATA` per process (heap and private writable mappings) |
 //! | CPU time | `RLIMIT_CPU` per process (SIGXCPU, SIGKILL a second later) |
-//! | processes | the reaper counts the tree's tasks and kills the whole tree past the limit; in a user namespace of its own, `RLIMIT_NPROC` also makes forks past it fail at once |
+//! | processes | the reaper counts the tree's tasks and kills the whole tree past the limit, with the program at the lowest CPU priority so that what it counts cannot starve it; in a user namespace of its own, `RLIMIT_NPROC` makes forks past it fail at once instead |
 //! | signals | Landlock's signal scope: nothing outside the sandbox (the reaper, the node) can be signalled |
 //!
 //! Two halves, because of where they run. [`Containment::prepare`] runs in the owner: it builds
@@ -19,8 +19,8 @@
 //! mechanism holds each rule; its [`ContainmentReport`] says so, rule by rule, with the reason
 //! for each fallback. [`ChildPlan::apply`] runs in the program after the reaper's fork and
 //! before exec, where only async-signal-safe calls are allowed: plain system calls on the
-//! integers the plan holds (`unshare`, writes of the id maps, `setrlimit`, `prctl`,
-//! `landlock_restrict_self` on the prepared ruleset's descriptor). The reaper is never
+//! integers the plan holds (`unshare`, writes of the id maps, `setrlimit`, `setpriority`,
+//! `prctl`, `landlock_restrict_self` on the prepared ruleset's descriptor). The reaper is never
 //! contained: it must read `/proc` and signal and reap the whole tree.
 //!
 //! A plan that the kernel then refuses (a setup step fails in the child) is never run
@@ -329,6 +329,9 @@ impl Containment {
             push(libc::RLIMIT_NPROC as c_int, u64::from(tasks), u64::from(tasks))?;
         }
         let ruleset_fd = ruleset.as_ref().map(|fd| fd.as_raw_fd());
+        // Where the kernel counts exactly, the reaper's count (which a tree churning at the
+        // limit can make overshoot: /proc is not read atomically) stays out of it.
+        let reaper_max_tasks = if decided.kernel_task_limit { None } else { policy.max_tasks };
         let plan = ChildPlan {
             namespaces: decided.namespaces,
             ids: decided.map_ids.then(|| (sys::geteuid(), sys::getegid())),
@@ -336,9 +339,8 @@ impl Containment {
             limit_count: count,
             landlock_ruleset: ruleset_fd,
             setup_report: None,
-            // Where the kernel counts exactly, the reaper's count (which a tree churning at
-            // the limit can make overshoot: /proc is not read atomically) stays out of it.
-            max_tasks: if decided.kernel_task_limit { None } else { policy.max_tasks },
+            max_tasks: reaper_max_tasks,
+            lowest_priority: reaper_max_tasks.is_some(),
         };
         Ok(Containment { plan, _ruleset: ruleset, writable, report: decided.report })
     }
@@ -481,8 +483,10 @@ fn decide(support: &KernelSupport, policy: &ContainmentPolicy) -> Decision {
             } else {
                 format!(
                     "at most {tasks} tasks (processes and threads) at once: the reaper counts the tree every {} ms \
-                     and kills all of it past the limit",
+                     and kills all of it past the limit; the program runs at nice {} so that it cannot starve the \
+                     reaper",
                     crate::reaper::TASK_COUNT_POLL.as_millis(),
+                    sys::LOWEST_PRIORITY,
                 )
             },
         ),
@@ -582,6 +586,10 @@ pub(crate) struct ChildPlan {
     setup_report: Option<c_int>,
     /// The reaper's task limit.
     pub(crate) max_tasks: Option<u32>,
+    /// The program runs at the lowest CPU priority (with the reaper's task limit: a fork bomb
+    /// at the reaper's own priority starves the reaper that must count and kill it; on 2
+    /// busy cores it took over a second, and a thousand processes, to be caught).
+    lowest_priority: bool,
 }
 
 /// The reaper's part of a containment: the program leads a process group of its own, and the
@@ -599,15 +607,24 @@ enum Step {
     Namespaces = 1,
     IdMaps = 2,
     Limits = 3,
+    Priority = 7,
     NoNewPrivileges = 4,
     Landlock = 5,
 }
 
 impl Step {
     fn from_code(code: u8) -> Option<Step> {
-        [Step::ProcessGroup, Step::Namespaces, Step::IdMaps, Step::Limits, Step::NoNewPrivileges, Step::Landlock]
-            .into_iter()
-            .find(|step| *step as u8 == code)
+        [
+            Step::ProcessGroup,
+            Step::Namespaces,
+            Step::IdMaps,
+            Step::Limits,
+            Step::Priority,
+            Step::NoNewPrivileges,
+            Step::Landlock,
+        ]
+        .into_iter()
+        .find(|step| *step as u8 == code)
     }
 
     fn describe(self) -> &'static str {
@@ -616,6 +633,7 @@ impl Step {
             Step::Namespaces => "entering a network or user namespace of its own (unshare)",
             Step::IdMaps => "mapping the user's ids into its user namespace (/proc/self/uid_map)",
             Step::Limits => "setting its resource limits (setrlimit)",
+            Step::Priority => "lowering its CPU priority below its reaper's (setpriority)",
             Step::NoNewPrivileges => "setting no_new_privs (prctl)",
             Step::Landlock => "applying the Landlock ruleset (landlock_restrict_self)",
         }
@@ -669,6 +687,9 @@ impl ChildPlan {
         }
         for limit in &self.limits[..self.limit_count] {
             self.step(Step::Limits, sys::set_resource_limit(limit.resource, limit.soft, limit.hard))?;
+        }
+        if self.lowest_priority {
+            self.step(Step::Priority, sys::set_lowest_priority())?;
         }
         self.step(Step::NoNewPrivileges, sys::set_no_new_privileges())?;
         if let Some(ruleset) = self.landlock_ruleset {

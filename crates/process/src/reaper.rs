@@ -57,7 +57,9 @@ const KILL_RETRY_MAX: Duration = Duration::from_millis(500);
 
 /// How often the reaper counts the tree's tasks when the call has a process limit. Each count
 /// reads `/proc` (about a millisecond on a desktop's few hundred processes); between two, a
-/// fork bomb gets this long to grow before all of it is killed.
+/// fork bomb gets this long to grow before all of it is killed. (The program runs at a lower
+/// CPU priority than the reaper, see `containment`, so that a bomb's runnable processes do not
+/// make this far longer.)
 pub(crate) const TASK_COUNT_POLL: Duration = Duration::from_millis(20);
 
 /// Bits of the report's last word, after the program's status.

@@ -436,6 +436,20 @@ pub(crate) fn set_resource_limit(resource: c_int, soft: u64, hard: u64) -> io::R
     }
 }
 
+/// Gives the calling thread (the program, single-threaded between fork and exec) the lowest
+/// CPU priority, nice 19, inherited by everything it starts. Lowering one's own priority is
+/// always allowed.
+pub(crate) fn set_lowest_priority() -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    match unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST_PRIORITY) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// The nice value of [`set_lowest_priority`].
+pub(crate) const LOWEST_PRIORITY: c_int = 19;
+
 /// `PR_SET_NO_NEW_PRIVS`: from here on, exec never grants privileges (setuid bits, file
 /// capabilities); inherited by every descendant, and Landlock needs it.
 pub(crate) fn set_no_new_privileges() -> io::Result<()> {

@@ -276,6 +276,28 @@ async fn a_fork_bomb_is_killed_by_the_process_limit_and_nothing_of_it_survives()
     assert_eq!((after.stdout.text.as_str(), after.process_limit_exceeded), ("alive\n", false));
 }
 
+#[tokio::test]
+async fn with_the_reapers_process_limit_the_program_runs_below_its_reaper() {
+    require_full_support();
+    // The program's nice value, then its parent's (the reaper's: field 19 of its stat line).
+    let priorities = "echo $(nice) $(cut -d' ' -f19 /proc/$PPID/stat)";
+    let own = crate::run(
+        Launch { argv: &["nice".into()], cwd: None, env_overrides: &[] },
+        Duration::from_secs(30),
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap()
+    .stdout
+    .text;
+    let own = own.trim();
+    let limited = Containment::prepare(&ContainmentPolicy { max_tasks: Some(16), ..policy(&[]) }).unwrap();
+    assert_eq!(run_script(&limited, priorities).await.stdout.text, format!("19 {own}\n"));
+    assert!(limited.report().rule(Rule::Processes).unwrap().detail.contains("nice 19"));
+    let unlimited = Containment::prepare(&policy(&[])).unwrap();
+    assert_eq!(run_script(&unlimited, priorities).await.stdout.text, format!("{own} {own}\n"));
+}
+
 /// Exactly `tasks` tasks for ten of the reaper's counts: the shell, `tasks - 2` background
 /// sleeps and one in the foreground. (The sleeps left when the shell ends are the reaper's.)
 fn hold_tasks(tasks: u32) -> String {
