@@ -114,7 +114,7 @@ impl RuleState {
             RuleState::Enforced => "enforced",
             RuleState::Partial => "partly enforced",
             RuleState::NotEnforced => "NOT enforced",
-            RuleState::NotRequested => "off",
+            RuleState::NotRequested => "not asked for",
         }
     }
 
