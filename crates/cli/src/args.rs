@@ -29,8 +29,10 @@ pub enum Command {
     Token(TokenArgs),
     /// List and decide pending exec approvals of the running node.
     Approvals(ApprovalsArgs),
-    /// Show or change settings.json (mode matrix, permission switches).
+    /// Show or change settings.json (mode matrix, permission switches, the system.run sandbox).
     Settings(SettingsArgs),
+    /// Check this machine for what clawmcp relies on and print what holds (exit 0 whatever it finds).
+    Doctor(DoctorArgs),
     /// Stdio MCP server over the OpenClaw gateway WebSocket: conversations, live events,
     /// approvals, Claude channel notifications (a drop-in for `openclaw mcp serve`).
     Serve(ServeArgs),
@@ -184,11 +186,13 @@ pub struct SettingsArgs {
 pub enum SettingsAction {
     /// Print settings.json as clawmcp reads it (the default).
     Show,
-    /// Set one switch; a running node applies it to its next call.
-    Set { key: SettingKey, value: Switch },
+    /// Set one setting; a running node applies it to its next call. Switches take true or
+    /// false; the sandbox's limits a number or `none` (no limit); WritablePaths a
+    /// colon-separated list of absolute paths (empty for none).
+    Set { key: SettingKey, value: String },
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "verbatim")]
 pub enum SettingKey {
     /// Connect to an OpenClaw gateway as a node.
@@ -197,12 +201,30 @@ pub enum SettingKey {
     EnableMcpServer,
     /// Serve system.run and system.run.prepare.
     NodeSystemRunEnabled,
+    /// Contain every system.run (Landlock, namespaces, resource limits).
+    #[value(name = "SystemRunSandbox.Enabled")]
+    SandboxEnabled,
+    /// false cuts contained commands off the network.
+    #[value(name = "SystemRunSandbox.Network")]
+    SandboxNetwork,
+    /// Writable beyond the run's cwd and the temp dir: absolute paths, colon-separated.
+    #[value(name = "SystemRunSandbox.WritablePaths")]
+    SandboxWritablePaths,
+    /// Memory (heap) per process in MiB, or none.
+    #[value(name = "SystemRunSandbox.MemoryMiB")]
+    SandboxMemoryMib,
+    /// Processes and threads a command may have at once, or none.
+    #[value(name = "SystemRunSandbox.MaxProcesses")]
+    SandboxMaxProcesses,
+    /// CPU seconds per process, or none.
+    #[value(name = "SystemRunSandbox.CpuSeconds")]
+    SandboxCpuSeconds,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Switch {
-    True,
-    False,
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
 }
 
 #[derive(Debug, Args)]

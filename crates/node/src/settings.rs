@@ -107,6 +107,9 @@ pub struct Settings {
     /// The "Run system tools" permission: off removes `system.run`/`system.run.prepare`.
     #[serde(default = "yes")]
     pub node_system_run_enabled: bool,
+    /// The optional Linux containment of `system.run` (off by default).
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
+    pub system_run_sandbox: SandboxSettings,
     /// Legacy flag, migrated on load and never written.
     #[serde(default, skip_serializing)]
     mcp_only_mode: Option<bool>,
@@ -126,9 +129,110 @@ impl Default for Settings {
             enable_node_mode: false,
             enable_mcp_server: true,
             node_system_run_enabled: true,
+            system_run_sandbox: SandboxSettings::default(),
             mcp_only_mode: None,
             other: Map::new(),
         }
+    }
+}
+
+/// `SystemRunSandbox`: how `system.run` contains what it runs (see `crate::system::sandbox`).
+/// Unknown keys inside it are refused, so a misspelt `Netwrok: false` cannot silently leave the
+/// network open; a `null` limit means "no limit", an absent one the default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// Contain every `system.run`. Off: commands run uncontained (as upstream does outside MXC).
+    #[serde(default)]
+    pub enabled: bool,
+    /// False cuts contained commands off the network.
+    #[serde(default = "yes")]
+    pub network: bool,
+    /// Absolute paths writable beyond the run's working directory and the temp directory.
+    #[serde(default)]
+    pub writable_paths: Vec<PathBuf>,
+    /// Heap and private writable memory per process, MiB.
+    #[serde(rename = "MemoryMiB", default = "default_memory_mib")]
+    pub memory_mib: Option<u64>,
+    /// Tasks (processes and threads) a command's tree may have at once.
+    #[serde(default = "default_max_processes")]
+    pub max_processes: Option<u32>,
+    /// CPU seconds per process.
+    #[serde(default = "default_cpu_seconds")]
+    pub cpu_seconds: Option<u64>,
+}
+
+/// Defaults for an enabled sandbox: generous for builds and test suites, small enough that a
+/// runaway command cannot take the machine down.
+pub const DEFAULT_SANDBOX_MEMORY_MIB: u64 = 4096;
+pub const DEFAULT_SANDBOX_MAX_PROCESSES: u32 = 512;
+/// As long as the longest `system.run` (10 minutes), per process.
+pub const DEFAULT_SANDBOX_CPU_SECONDS: u64 = 600;
+/// The largest memory limit accepted (1 TiB): beyond it a typo, not a limit.
+pub const MAX_SANDBOX_MEMORY_MIB: u64 = 1024 * 1024;
+
+fn default_memory_mib() -> Option<u64> {
+    Some(DEFAULT_SANDBOX_MEMORY_MIB)
+}
+
+fn default_max_processes() -> Option<u32> {
+    Some(DEFAULT_SANDBOX_MAX_PROCESSES)
+}
+
+fn default_cpu_seconds() -> Option<u64> {
+    Some(DEFAULT_SANDBOX_CPU_SECONDS)
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings {
+            enabled: false,
+            network: true,
+            writable_paths: Vec::new(),
+            memory_mib: default_memory_mib(),
+            max_processes: default_max_processes(),
+            cpu_seconds: default_cpu_seconds(),
+        }
+    }
+}
+
+impl SandboxSettings {
+    fn is_default(&self) -> bool {
+        *self == SandboxSettings::default()
+    }
+
+    /// Refuses values that could not mean what they say (what, why, what to do).
+    pub fn validate(&self) -> Result<(), String> {
+        let max_tasks = clawmcp_process::containment::MAX_TASKS_LIMIT;
+        if let Some(path) = self.writable_paths.iter().find(|path| !path.is_absolute()) {
+            return Err(format!(
+                "SystemRunSandbox.WritablePaths: `{}` is relative; list absolute paths",
+                path.display()
+            ));
+        }
+        match self.memory_mib {
+            Some(mib) if mib == 0 || mib > MAX_SANDBOX_MEMORY_MIB => {
+                return Err(format!(
+                    "SystemRunSandbox.MemoryMiB: {mib} is out of range; use 1..={MAX_SANDBOX_MEMORY_MIB}, or null (`none` with `clawmcp settings set`) for no limit"
+                ));
+            }
+            _ => {}
+        }
+        match self.max_processes {
+            Some(tasks) if tasks == 0 || tasks > max_tasks => {
+                return Err(format!(
+                    "SystemRunSandbox.MaxProcesses: {tasks} is out of range; use 1..={max_tasks}, or null (`none` with `clawmcp settings set`) for no limit"
+                ));
+            }
+            _ => {}
+        }
+        if self.cpu_seconds == Some(0) {
+            return Err(
+                "SystemRunSandbox.CpuSeconds: 0 would kill every command at once; use 1 or more, or null (`none` with `clawmcp settings set`) for no limit"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -150,6 +254,7 @@ impl Settings {
     /// Parses settings text, migrating `McpOnlyMode: true` to MCP-only.
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
         let mut settings: Settings = serde_json::from_str(text)?;
+        settings.system_run_sandbox.validate().map_err(<serde_json::Error as serde::de::Error>::custom)?;
         if settings.mcp_only_mode.take() == Some(true) {
             settings.enable_mcp_server = true;
             settings.enable_node_mode = false;
@@ -301,6 +406,58 @@ mod tests {
         let current = live.current();
         assert!(!current.node_system_run_enabled, "a broken file must not keep execution enabled");
         assert!(current.enable_mcp_server, "other settings keep their last good value");
+    }
+
+    #[test]
+    fn the_sandbox_is_off_by_default_and_an_enabled_one_gets_the_default_limits() {
+        let settings = Settings::from_json("{}").unwrap();
+        assert!(!settings.system_run_sandbox.enabled);
+        assert!(!serde_json::to_string(&settings).unwrap().contains("SystemRunSandbox"), "defaults are not written");
+        let settings = Settings::from_json(r#"{"SystemRunSandbox":{"Enabled":true}}"#).unwrap();
+        let sandbox = &settings.system_run_sandbox;
+        assert!(sandbox.enabled && sandbox.network && sandbox.writable_paths.is_empty());
+        assert_eq!(
+            (sandbox.memory_mib, sandbox.max_processes, sandbox.cpu_seconds),
+            (Some(DEFAULT_SANDBOX_MEMORY_MIB), Some(DEFAULT_SANDBOX_MAX_PROCESSES), Some(DEFAULT_SANDBOX_CPU_SECONDS))
+        );
+        let unlimited = Settings::from_json(
+            r#"{"SystemRunSandbox":{"Enabled":true,"MemoryMiB":null,"MaxProcesses":null,"CpuSeconds":null}}"#,
+        )
+        .unwrap();
+        let sandbox = &unlimited.system_run_sandbox;
+        assert_eq!((sandbox.memory_mib, sandbox.max_processes, sandbox.cpu_seconds), (None, None, None));
+        let text = serde_json::to_string(&unlimited).unwrap();
+        assert!(text.contains(r#""MemoryMiB":null"#), "{text}");
+        assert_eq!(Settings::from_json(&text).unwrap(), unlimited, "round trip");
+    }
+
+    #[test]
+    fn a_sandbox_setting_that_cannot_mean_what_it_says_is_refused() {
+        for (bad, says) in [
+            (r#"{"Enabled":true,"Netwrok":false}"#, "unknown field `Netwrok`"),
+            (r#"{"Enabled":true,"WritablePaths":["relative/dir"]}"#, "is relative"),
+            (r#"{"Enabled":true,"MemoryMiB":0}"#, "MemoryMiB: 0 is out of range"),
+            (r#"{"Enabled":true,"MaxProcesses":0}"#, "MaxProcesses: 0 is out of range"),
+            (r#"{"Enabled":true,"MaxProcesses":1025}"#, "MaxProcesses: 1025 is out of range"),
+            (r#"{"Enabled":true,"CpuSeconds":0}"#, "CpuSeconds: 0"),
+            (r#"{"Enabled":"yes"}"#, "expected a boolean"),
+        ] {
+            let error = Settings::from_json(&format!(r#"{{"SystemRunSandbox":{bad}}}"#)).unwrap_err().to_string();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        let edge = r#"{"SystemRunSandbox":{"Enabled":true,"MaxProcesses":1024,"MemoryMiB":1,"CpuSeconds":1}}"#;
+        assert!(Settings::from_json(edge).is_ok());
+    }
+
+    #[test]
+    fn a_broken_sandbox_section_switches_system_run_off_live() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        fs::write(&path, r#"{"SystemRunSandbox":{"Enabled":true,"Network":false}}"#).unwrap();
+        let live = LiveSettings::open(path.clone()).unwrap();
+        assert!(live.current().node_system_run_enabled);
+        fs::write(&path, r#"{"SystemRunSandbox":{"Enabled":true,"Networks":false}}"#).unwrap();
+        assert!(!live.current().node_system_run_enabled, "a sandbox that cannot be read must not run uncontained");
     }
 
     #[test]

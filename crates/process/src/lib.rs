@@ -25,12 +25,16 @@
 //! - **Bytes are not text.** Output is decoded as UTF-8 lossily: a binary or Latin-1 tool still
 //!   gives a result, and a character is never split at a cut or between two reads.
 //!
+//! - **Optionally, contained** ([`containment`], [`run_contained`]): Landlock filesystem rules,
+//!   no new privileges, no network, per-process memory and CPU limits, and a limit on the
+//!   tree's processes, applied to the program (never to its reaper) before it runs.
+//!
 //! What is not contained: a process that asks a service outside the tree to start something
 //! for it (`systemd-run --user`, `at`, a D-Bus activated service) has not started a descendant;
 //! and one that SIGKILLs both its reaper and the owner (it runs as the same user, so it can)
 //! leaves the rest to init. Containing those takes a cgroup or a PID namespace.
 //!
-//! Layout: `tree` is the owner's side of a call's tree (spawn, supervise, stop, backstop),
+//! Layout: `containment` prepares and applies the optional sandbox, `tree` is the owner's side of a call's tree (spawn, supervise, stop, backstop),
 //! `reaper` the reaper's side, `procfs` finds and signals subtrees through `/proc`, `sys` holds
 //! the raw system calls (the crate's only unsafe code), `output` is the one bounded buffer, and
 //! `run` and `job` are the two ways to use them.
@@ -38,6 +42,7 @@
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!("clawmcp-process needs Linux: it contains each call with PR_SET_CHILD_SUBREAPER, pidfds and /proc");
 
+pub mod containment;
 mod job;
 mod output;
 mod procfs;
@@ -51,9 +56,10 @@ mod tree;
 use std::io;
 use std::path::Path;
 
+pub use containment::{Containment, ContainmentError, ContainmentPolicy, ContainmentReport};
 pub use job::{Job, JobEnding, JobExit, JobOptions, StdinError};
 pub use output::{CapturedStream, OutputChunk};
-pub use run::{MAX_CAPTURED_BYTES, ProcessOutcome, run};
+pub use run::{MAX_CAPTURED_BYTES, ProcessOutcome, run, run_contained};
 
 /// What to launch: no shell, `argv[0]` is the program, the rest passed verbatim; the caller's
 /// environment plus `env_overrides`. A caller wanting shell syntax passes `["sh", "-c", line]`.
@@ -74,4 +80,7 @@ pub enum ProcessError {
     /// The cancellation token fired; the program's whole tree has been stopped.
     #[error("cancelled")]
     Cancelled,
+    /// A step of the requested containment failed in the program, which therefore never ran.
+    #[error("cannot contain the program: {step} failed: {source}")]
+    Containment { step: &'static str, source: io::Error },
 }

@@ -6,6 +6,7 @@
 //! than its parent (pids wrap), so the table is read again until a pass finds nothing new.
 
 use std::ffi::CStr;
+use std::ops::ControlFlow;
 
 use nix::libc::{c_int, pid_t};
 
@@ -18,6 +19,8 @@ pub(crate) struct ProcStat {
     /// `R`, `S`, `D`, `T` (stopped), `Z` (zombie), ...
     pub state: u8,
     pub ppid: pid_t,
+    /// Its threads (1 for a single-threaded process).
+    pub threads: u32,
     /// Clock ticks after boot. With the pid it names one process: a pid is never reused within
     /// a tick, so a process seen twice with the same start time is the same process.
     pub start_time: u64,
@@ -73,18 +76,29 @@ pub(crate) fn parse_stat(line: &[u8]) -> Option<ProcStat> {
     let mut fields = line.get(name_end + 1..)?.split(|&b| b == b' ').filter(|field| !field.is_empty());
     let state = *fields.next()?.first()?;
     let ppid = pid_t::try_from(sys::parse_decimal(fields.next()?)?).ok()?;
-    // starttime is field 22 of the line, the 20th after the name; ppid was the 2nd.
-    let start_time = sys::parse_decimal(fields.nth(17)?.trim_ascii())?;
-    Some(ProcStat { pid, state, ppid, start_time })
+    // num_threads is field 20 of the line, the 18th after the name; ppid was the 2nd.
+    let threads = u32::try_from(sys::parse_decimal(fields.nth(15)?)?).ok()?;
+    // starttime is field 22, the 20th after the name.
+    let start_time = sys::parse_decimal(fields.nth(1)?.trim_ascii())?;
+    Some(ProcStat { pid, state, ppid, threads, start_time })
 }
 
 /// Calls `visit` with the stat of every process in `/proc`; false if `/proc` cannot be read.
 pub(crate) fn for_each_process(mut visit: impl FnMut(&ProcStat)) -> bool {
+    for_each_process_until(|stat| {
+        visit(stat);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`for_each_process`] until `visit` breaks (the rest of `/proc` is not even read).
+pub(crate) fn for_each_process_until(mut visit: impl FnMut(&ProcStat) -> ControlFlow<()>) -> bool {
     let Some(proc) = Directory::open(c"/proc") else { return false };
     let mut entries = [0u8; 4096];
-    proc.for_each_name(&mut entries, |name| {
-        if let Some(stat) = sys::parse_decimal(name).and_then(|pid| pid_t::try_from(pid).ok()).and_then(stat_of) {
-            visit(&stat);
+    proc.for_each_name_until(&mut entries, |name| {
+        match sys::parse_decimal(name).and_then(|pid| pid_t::try_from(pid).ok()).and_then(stat_of) {
+            Some(stat) => visit(&stat),
+            None => ControlFlow::Continue(()),
         }
     });
     true
@@ -116,6 +130,30 @@ pub(crate) fn signal_subtrees(mut is_top: impl FnMut(&ProcStat) -> bool, signals
         });
         if !grew {
             return signalled;
+        }
+    }
+}
+
+/// Counts the tasks (threads) of every live process that `is_top` accepts and of their
+/// descendants, stopping the moment the count passes `limit`: a tree that grows fast (a fork
+/// bomb) is caught after reading a bounded part of `/proc`, however big it has become, and the
+/// fixed-size table of found processes ([`MAX_FOUND`]) is never the bound while `limit` stays
+/// under it.
+pub(crate) fn count_subtree_tasks(mut is_top: impl FnMut(&ProcStat) -> bool, limit: u32) -> u32 {
+    let mut found = PidSet::default();
+    let mut tasks: u32 = 0;
+    loop {
+        let mut grew = false;
+        for_each_process_until(|stat| {
+            if stat.has_ended() || found.contains(stat.pid) || !(is_top(stat) || found.contains(stat.ppid)) {
+                return ControlFlow::Continue(());
+            }
+            tasks = tasks.saturating_add(stat.threads.max(1));
+            grew |= found.insert(stat.pid);
+            if tasks > limit { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        });
+        if !grew || tasks > limit {
+            return tasks;
         }
     }
 }
@@ -176,7 +214,7 @@ mod tests {
     #[test]
     fn stat_parsing_survives_odd_command_names() {
         let line = b"42 (a) b (c)) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 12345 1000 200\n";
-        assert_eq!(parse_stat(line), Some(ProcStat { pid: 42, state: b'S', ppid: 1, start_time: 12345 }));
+        assert_eq!(parse_stat(line), Some(ProcStat { pid: 42, state: b'S', ppid: 1, threads: 1, start_time: 12345 }));
         assert_eq!(parse_stat(b"garbage"), None);
         assert_eq!(parse_stat(b"42 (short) S 1 77"), None, "a cut line has no start time");
     }

@@ -16,7 +16,9 @@
 //! 3. Then it stops everything left: SIGTERM and SIGCONT to every descendant (SIGCONT so a
 //!    stopped one acts on the SIGTERM), [`TERM_GRACE`] to exit, then SIGKILL to every
 //!    descendant, repeated until none is left (a process forked meanwhile is found next time).
-//! 4. It reports the program's wait status and exits.
+//!    With a process limit (a contained call, `containment`), it also counts the tree's tasks
+//!    every [`TASK_COUNT_POLL`], and past the limit stops everything at once.
+//! 4. It reports the program's wait status (and whether the process limit ended it) and exits.
 //!
 //! All signals are blocked and taken with `sigtimedwait`, so nothing but SIGKILL or SIGSTOP can
 //! end or pause it; both of those are the owner's business (`tree`). Everything here runs in a
@@ -29,6 +31,7 @@ use std::time::Duration;
 
 use nix::libc::{self, c_int, pid_t};
 
+use crate::containment::Confinement;
 use crate::procfs;
 use crate::sys::{self, Reaped, SignalSet};
 
@@ -52,6 +55,16 @@ const OWNER_POLL: Duration = Duration::from_secs(1);
 const KILL_RETRY_MIN: Duration = Duration::from_millis(1);
 const KILL_RETRY_MAX: Duration = Duration::from_millis(500);
 
+/// How often the reaper counts the tree's tasks when the call has a process limit. Each count
+/// reads `/proc` (about a millisecond on a desktop's few hundred processes); between two, a
+/// fork bomb gets this long to grow before all of it is killed. (The program runs at a lower
+/// CPU priority than the reaper, see `containment`, so that a bomb's runnable processes do not
+/// make this far longer.)
+pub(crate) const TASK_COUNT_POLL: Duration = Duration::from_millis(20);
+
+/// Bits of the report's last word, after the program's status.
+pub(crate) const ENDED_BY_TASK_LIMIT: u32 = 1;
+
 /// The status reported if the program was somehow never reaped (it cannot happen: the program
 /// is the reaper's child, so no ECHILD comes before it): "killed by SIGKILL".
 const UNKNOWN_STATUS: c_int = libc::SIGKILL;
@@ -62,8 +75,10 @@ enum Stop {
     Now,
 }
 
-/// The reaper's whole life after the fork; `program` is its one child so far.
-pub(crate) fn run(program: pid_t, report_fd: c_int, owner: pid_t) -> ! {
+/// The reaper's whole life after the fork; `program` is its one child so far. With
+/// `confinement` (a contained program), the program's process group is signalled first when the
+/// tree is stopped, and with its `max_tasks` the tree is killed at once when it has more tasks.
+pub(crate) fn run(program: pid_t, report_fd: c_int, owner: pid_t, confinement: Option<Confinement>) -> ! {
     sys::write_all(report_fd, &program.to_ne_bytes());
     sys::close_all_except(report_fd);
     sys::chdir_root();
@@ -71,9 +86,21 @@ pub(crate) fn run(program: pid_t, report_fd: c_int, owner: pid_t) -> ! {
     // status lost; the default keeps them waitable (the signal itself stays blocked).
     sys::default_signal_action(libc::SIGCHLD);
     sys::set_parent_death_signal(OWNER_CHECK);
-    let mut reaper = Reaper { me: sys::getpid(), owner, program, program_status: None };
+    let mut reaper = Reaper {
+        me: sys::getpid(),
+        owner,
+        program,
+        program_status: None,
+        program_has_own_group: confinement.is_some(),
+        max_tasks: confinement.and_then(|confinement| confinement.max_tasks),
+        task_limit_hit: false,
+    };
     let status = reaper.supervise();
-    sys::write_all(report_fd, &status.to_ne_bytes());
+    let flags = if reaper.task_limit_hit { ENDED_BY_TASK_LIMIT } else { 0 };
+    let mut last_words = [0u8; 8];
+    last_words[..4].copy_from_slice(&status.to_ne_bytes());
+    last_words[4..].copy_from_slice(&flags.to_ne_bytes());
+    sys::write_all(report_fd, &last_words);
     sys::exit(exit_code(status))
 }
 
@@ -83,6 +110,12 @@ struct Reaper {
     program: pid_t,
     /// The program's raw wait status, once it has been reaped.
     program_status: Option<c_int>,
+    /// The program leads a process group of its own (a contained program).
+    program_has_own_group: bool,
+    /// The most tasks the tree may have at once.
+    max_tasks: Option<u32>,
+    /// The tree had more than `max_tasks` and was killed for it.
+    task_limit_hit: bool,
 }
 
 impl Reaper {
@@ -96,11 +129,17 @@ impl Reaper {
                 // The program ended; whatever it left behind ends with it.
                 stop = Some(Stop::Gracefully);
             }
+            if stop.is_none() && self.over_task_limit() {
+                // A fork bomb gets no grace: SIGKILL before it grows further.
+                self.task_limit_hit = true;
+                stop = Some(Stop::Now);
+            }
             if let Some(stop) = stop {
                 self.stop_everything(stop);
                 break;
             }
-            stop = match sys::wait_for_signal(&requests(), OWNER_POLL) {
+            let poll = if self.max_tasks.is_some() { TASK_COUNT_POLL } else { OWNER_POLL };
+            stop = match sys::wait_for_signal(&requests(), poll) {
                 Some(STOP_GRACEFULLY) => Some(Stop::Gracefully),
                 Some(STOP_NOW) => Some(Stop::Now),
                 // SIGCHLD, OWNER_CHECK or the poll interval.
@@ -138,7 +177,24 @@ impl Reaper {
         }
     }
 
+    fn over_task_limit(&self) -> bool {
+        let Some(limit) = self.max_tasks else { return false };
+        let me = self.me;
+        let over = || procfs::count_subtree_tasks(|stat| stat.ppid == me, limit) > limit;
+        // /proc is not read atomically: a tree churning at its limit (one process ends, another
+        // starts, during the walk) can be counted past it. A second count at once confirms a
+        // real excess; a churn overcount would have to happen twice in a row.
+        over() && over()
+    }
+
     fn signal_descendants(&self, signals: &[c_int]) {
+        if self.program_has_own_group {
+            // All of the group at once, before the walk below can be outrun by forks. The
+            // group's id is the program's pid, which stays reserved while any member lives.
+            for &signal in signals {
+                let _ = sys::kill(-self.program, signal);
+            }
+        }
         let me = self.me;
         procfs::signal_subtrees(|stat| stat.ppid == me, signals);
     }

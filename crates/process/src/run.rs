@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::containment::Containment;
 use crate::output::{CapturedStream, OutputBuffer, drain};
 use crate::tree::{self, Ending, Spawned, StopMode};
 use crate::{Launch, ProcessError};
@@ -31,6 +32,8 @@ pub struct ProcessOutcome {
     pub timed_out: bool,
     /// From spawn to the end of the run.
     pub duration: Duration,
+    /// The tree had more tasks than its containment's process limit and was killed for it.
+    pub process_limit_exceeded: bool,
 }
 
 /// Runs `launch` with stdin at /dev/null until it exits, `timeout` passes or `cancel` fires.
@@ -41,8 +44,21 @@ pub async fn run(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<ProcessOutcome, ProcessError> {
+    run_contained(launch, None, timeout, cancel).await
+}
+
+/// [`run`], with the program contained by `containment` when one is given (see
+/// [`crate::containment`]). A containment step that fails in the program is
+/// [`ProcessError::Containment`]: the program never runs uncontained.
+pub async fn run_contained(
+    launch: Launch<'_>,
+    containment: Option<&Containment>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<ProcessOutcome, ProcessError> {
     let started = std::time::Instant::now();
-    let (Spawned { mut tree, .. }, mut stdout_pipe, mut stderr_pipe) = tree::spawn_separate(&launch, Stdio::null())?;
+    let (Spawned { mut tree, .. }, mut stdout_pipe, mut stderr_pipe) =
+        tree::spawn_separate(&launch, Stdio::null(), containment)?;
     let mut stdout = OutputBuffer::keeping_head(MAX_CAPTURED_BYTES);
     let mut stderr = OutputBuffer::keeping_head(MAX_CAPTURED_BYTES);
     let output = async {
@@ -67,6 +83,7 @@ pub async fn run(
         exit_code: tree::exit_code(status),
         timed_out: ending == Ending::TimedOut,
         duration: started.elapsed(),
+        process_limit_exceeded: tree.ended_by_task_limit(),
     })
 }
 

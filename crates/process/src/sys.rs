@@ -17,27 +17,39 @@
 use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
+use std::ops::ControlFlow;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr;
 use std::time::Duration;
 
 use nix::libc::{self, c_int, pid_t};
 
+use crate::containment::ChildPlan;
+
 /// Registers the hook that splits the child std forks in two: the process std goes on to exec
 /// as the program, and its parent, which becomes the call's reaper ([`crate::reaper::run`]) and
 /// never returns. `report_fd` is the write end of the reaper's report pipe; `owner` is the pid
 /// of the process spawning (the reaper's parent).
-pub(crate) fn spawn_through_reaper(command: &mut tokio::process::Command, report_fd: c_int, owner: pid_t) {
+///
+/// `contained`, when given, is what the program applies to itself before it is executed
+/// ([`crate::containment`]); its `max_tasks` is also the reaper's to watch.
+pub(crate) fn spawn_through_reaper(
+    command: &mut tokio::process::Command,
+    report_fd: c_int,
+    owner: pid_t,
+    contained: Option<ChildPlan>,
+) {
     // SAFETY: `pre_exec` requires the closure to be safe to run between fork and exec in the
     // child of a multi-threaded process. `split_off_program` makes only async-signal-safe system
-    // calls on stack data (see the module doc); it returns only in the process that std then
+    // calls on stack data (see the module doc), and so does `ChildPlan::apply` (plain data,
+    // copied into the closure before the fork); it returns only in the process that std then
     // execs, and in the reaper it never returns (the reaper ends in `_exit`).
     unsafe {
-        command.pre_exec(move || split_off_program(report_fd, owner));
+        command.pre_exec(move || split_off_program(report_fd, owner, contained.as_ref()));
     }
 }
 
-fn split_off_program(report_fd: c_int, owner: pid_t) -> io::Result<()> {
+fn split_off_program(report_fd: c_int, owner: pid_t, contained: Option<&ChildPlan>) -> io::Result<()> {
     // First of all: from here on no signal may kill the reaper by its default action, and a stop
     // request from the owner must wait in the queue until the reaper reads it.
     let inherited_mask = block_all_signals()?;
@@ -53,11 +65,16 @@ fn split_off_program(report_fd: c_int, owner: pid_t) -> io::Result<()> {
             // The program: it must not hold the reaper's report pipe (it would never see EOF
             // while the program ran), and it starts with the signal mask std gave us.
             close(report_fd);
+            // Contained before anything of the program runs, and only the program: the reaper
+            // must stay free to read /proc and to signal and reap the whole tree.
+            if let Some(plan) = contained {
+                plan.apply()?;
+            }
             set_signal_mask(&inherited_mask)?;
             Ok(())
         }
         // A pid always fits a pid_t; the kernel returns one as a long.
-        program => crate::reaper::run(program as pid_t, report_fd, owner),
+        program => crate::reaper::run(program as pid_t, report_fd, owner, contained.map(ChildPlan::confinement)),
     }
 }
 
@@ -297,6 +314,14 @@ impl Directory {
 
     /// Calls `visit` with every entry's name (without its NUL), reading through `buffer`.
     pub(crate) fn for_each_name(&self, buffer: &mut [u8], mut visit: impl FnMut(&[u8])) {
+        self.for_each_name_until(buffer, |name| {
+            visit(name);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`Directory::for_each_name`] until `visit` breaks.
+    pub(crate) fn for_each_name_until(&self, buffer: &mut [u8], mut visit: impl FnMut(&[u8]) -> ControlFlow<()>) {
         loop {
             // SAFETY: the kernel writes at most `buffer.len()` bytes into a live slice.
             let filled = unsafe { libc::syscall(libc::SYS_getdents64, self.0, buffer.as_mut_ptr(), buffer.len()) };
@@ -310,7 +335,9 @@ impl Directory {
                 }
                 let name = &buffer[offset + 19..offset + record_len];
                 let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                visit(name);
+                if visit(name).is_break() {
+                    return;
+                }
                 offset += record_len;
             }
         }
@@ -347,4 +374,156 @@ pub(crate) fn parse_decimal(digits: &[u8]) -> Option<u64> {
         return None;
     }
     digits.iter().try_fold(0u64, |value, &digit| digit.is_ascii_digit().then(|| value * 10 + u64::from(digit - b'0')))
+}
+
+// ---- Containment (`crate::containment`): the calls the program makes on itself before exec,
+// and the probes that find out which of them this kernel allows. All of them are plain system
+// calls on integers or caller-owned buffers, so they are async-signal-safe.
+
+/// Makes the caller the leader of a process group of its own.
+pub(crate) fn set_own_process_group() -> io::Result<()> {
+    // SAFETY: integers only.
+    match unsafe { libc::setpgid(0, 0) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// `unshare(2)` with `flags` (`CLONE_NEWUSER`, `CLONE_NEWNET`); the caller is single-threaded.
+pub(crate) fn unshare(flags: c_int) -> io::Result<()> {
+    // SAFETY: integers only.
+    match unsafe { libc::unshare(flags) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Writes `bytes` to the file at `path` in one write (a `/proc/self/*_map` file must be
+/// written in one go).
+pub(crate) fn write_small_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: a NUL-terminated path that outlives the call.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: reads `bytes.len()` bytes from a live slice.
+    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    let error = io::Error::last_os_error();
+    close(fd);
+    match usize::try_from(written) {
+        Ok(written) if written == bytes.len() => Ok(()),
+        Ok(_) => Err(io::Error::from_raw_os_error(libc::EIO)),
+        Err(_) => Err(error),
+    }
+}
+
+/// A resource limit: `(soft, hard)`, `RLIM_INFINITY` for none.
+pub(crate) fn resource_limit(resource: c_int) -> io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: writes into a live local. The resource number's type differs between libcs.
+    match unsafe { libc::getrlimit(resource as _, &mut limit) } {
+        0 => Ok((limit.rlim_cur, limit.rlim_max)),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+pub(crate) fn set_resource_limit(resource: c_int, soft: u64, hard: u64) -> io::Result<()> {
+    let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+    // SAFETY: reads a live local.
+    match unsafe { libc::setrlimit(resource as _, &limit) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Gives the calling thread (the program, single-threaded between fork and exec) the lowest
+/// CPU priority, nice 19, inherited by everything it starts. Lowering one's own priority is
+/// always allowed.
+pub(crate) fn set_lowest_priority() -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    match unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST_PRIORITY) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// The nice value of [`set_lowest_priority`].
+pub(crate) const LOWEST_PRIORITY: c_int = 19;
+
+/// `PR_SET_NO_NEW_PRIVS`: from here on, exec never grants privileges (setuid bits, file
+/// capabilities); inherited by every descendant, and Landlock needs it.
+pub(crate) fn set_no_new_privileges() -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    match unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// `landlock_restrict_self(2)` with a ruleset the owner built (see `containment`).
+pub(crate) fn landlock_restrict_self(ruleset: c_int) -> io::Result<()> {
+    // SAFETY: integers only; a bad descriptor is an error return.
+    match unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// The Landlock ABI version the kernel offers, or the errno that says why there is none
+/// (ENOSYS: not built in; EOPNOTSUPP: built in but not enabled at boot).
+pub(crate) fn landlock_abi_version() -> Result<i32, c_int> {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with the VERSION flag the kernel reads no attribute (null, size 0).
+    let version = unsafe {
+        libc::syscall(libc::SYS_landlock_create_ruleset, ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+    };
+    match i32::try_from(version) {
+        Ok(version) if version > 0 => Ok(version),
+        _ => Err(last_errno()),
+    }
+}
+
+pub(crate) fn geteuid() -> libc::uid_t {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub(crate) fn getegid() -> libc::gid_t {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getegid() }
+}
+
+/// Runs `trial` in a throwaway child (a raw clone, as for the reaper) and reports how it went:
+/// the kernel's answer to "may a process of ours do this?" without doing it to ourselves
+/// (`unshare` of a user namespace needs a single-threaded caller, which the owner is not).
+/// `trial` must be async-signal-safe; its error's errno becomes the child's exit code.
+pub(crate) fn try_in_child(trial: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
+    // SAFETY: as in `split_off_program`: fork(2) without atfork handlers; the child only runs
+    // `trial` (async-signal-safe by contract) and `_exit`s.
+    let forked = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) };
+    let child = match forked {
+        -1 => return Err(io::Error::last_os_error()),
+        0 => exit(match trial() {
+            Ok(()) => 0,
+            Err(error) => error.raw_os_error().filter(|&errno| (1..=255).contains(&errno)).unwrap_or(libc::EINVAL),
+        }),
+        child => child as pid_t,
+    };
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: writes the status into a live local; `child` is ours and not yet reaped.
+        match unsafe { libc::waitpid(child, &mut status, 0) } {
+            -1 if last_errno() == libc::EINTR => {}
+            -1 => return Err(io::Error::last_os_error()),
+            _ => break,
+        }
+    }
+    if libc::WIFEXITED(status) {
+        match libc::WEXITSTATUS(status) {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    } else {
+        Err(io::Error::other("the probe process was killed"))
+    }
 }

@@ -30,8 +30,9 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::Instant;
 
+use crate::containment::{Containment, SETUP_RECORD, SetupFailure};
 use crate::procfs::{self, ProcStat};
-use crate::reaper::{STOP_GRACEFULLY, STOP_NOW, TERM_GRACE};
+use crate::reaper::{ENDED_BY_TASK_LIMIT, STOP_GRACEFULLY, STOP_NOW, TERM_GRACE};
 use crate::sys;
 use crate::{Launch, ProcessError};
 
@@ -56,14 +57,15 @@ pub(crate) struct Spawned {
     pub stdin: Option<ChildStdin>,
 }
 
-/// Spawns `launch` with stdout and stderr on two pipes.
+/// Spawns `launch` with stdout and stderr on two pipes, contained if `containment` is given.
 pub(crate) fn spawn_separate(
     launch: &Launch<'_>,
     stdin: Stdio,
+    containment: Option<&Containment>,
 ) -> Result<(Spawned, ChildStdout, ChildStderr), ProcessError> {
     let (mut command, program) = command(launch, stdin)?;
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut spawned = start(&mut command, program)?;
+    let mut spawned = start(&mut command, program, containment)?;
     let stdout = spawned.tree.child.stdout.take().expect("stdout is piped");
     let stderr = spawned.tree.child.stderr.take().expect("stderr is piped");
     Ok((spawned, stdout, stderr))
@@ -76,7 +78,7 @@ pub(crate) fn spawn_merged(launch: &Launch<'_>, stdin: Stdio) -> Result<(Spawned
     let spawn_error = |source| ProcessError::Spawn { program: program.clone(), source };
     let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
     command.stdout(writer.try_clone().map_err(spawn_error)?).stderr(writer);
-    let spawned = start(&mut command, program)?;
+    let spawned = start(&mut command, program, None)?;
     // Our copies of the write end must close now, or the reader would never see end of file.
     drop(command);
     let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(spawn_error)?;
@@ -106,7 +108,7 @@ fn command<'a>(launch: &Launch<'a>, stdin: Stdio) -> Result<(Command, &'a String
     Ok((command, program))
 }
 
-fn start(command: &mut Command, program: &str) -> Result<Spawned, ProcessError> {
+fn start(command: &mut Command, program: &str, containment: Option<&Containment>) -> Result<Spawned, ProcessError> {
     let spawn_error = |source| ProcessError::Spawn { program: program.to_string(), source };
     prepare_owner().map_err(spawn_error)?;
     let (mut report, report_writer) = std::io::pipe().map_err(spawn_error)?;
@@ -114,13 +116,33 @@ fn start(command: &mut Command, program: &str) -> Result<Spawned, ProcessError> 
     // which std's dup2 of the child's stdio would overwrite in the reaper. (The original is
     // closed at once: the copy is the only write end the reaper may hold.)
     let report_writer = sys::duplicate_above_stdio(OwnedFd::from(report_writer).as_fd()).map_err(spawn_error)?;
-    sys::spawn_through_reaper(command, report_writer.as_raw_fd(), sys::getpid());
+    // A contained program reports a containment step that failed on a pipe of its own: std
+    // passes only an errno back from a failed pre-exec, which cannot say which step it was.
+    let setup = match containment {
+        Some(containment) => {
+            let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
+            let writer = sys::duplicate_above_stdio(OwnedFd::from(writer).as_fd()).map_err(spawn_error)?;
+            Some((reader, writer, containment.child_plan()))
+        }
+        None => None,
+    };
+    let plan = setup.as_ref().map(|(_, writer, plan)| plan.reporting_to(writer.as_raw_fd()));
+    sys::spawn_through_reaper(command, report_writer.as_raw_fd(), sys::getpid(), plan);
     let (mut child, registration) = {
         // A sweep must not take this reaper for an adopted orphan before it is registered.
         let _spawning = SPAWNS.read().unwrap_or_else(PoisonError::into_inner);
         let spawned = command.spawn();
         drop(report_writer);
-        let child = spawned.map_err(spawn_error)?;
+        let spawned = match (spawned, setup) {
+            (Err(error), Some((reader, writer, _))) => {
+                // Every other write end is gone: the reaper closed its copy before std's
+                // spawn returned, the program exited. What is in the pipe is all there is.
+                drop(writer);
+                Err(containment_failure(reader).unwrap_or_else(|| spawn_error(error)))
+            }
+            (spawned, _) => spawned.map_err(spawn_error),
+        };
+        let child = spawned?;
         let Some(reaper) = child.id().and_then(|id| pid_t::try_from(id).ok()) else {
             // Only a child already reaped has no id, and nothing has waited on it yet.
             return Err(ProcessError::Wait {
@@ -151,14 +173,30 @@ fn start(command: &mut Command, program: &str) -> Result<Spawned, ProcessError> 
         reaper_started,
         program_pid,
         report,
-        final_report: [0; 4],
+        final_report: [0; 8],
         final_report_len: 0,
         reaper_reaped: false,
         reaper_status: None,
         program_status: None,
+        ended_by_task_limit: false,
         _registration: registration,
     };
     Ok(Spawned { tree, stdin })
+}
+
+/// The containment step that failed in the program, if it reported one.
+fn containment_failure(mut reader: std::io::PipeReader) -> Option<ProcessError> {
+    let mut record = [0u8; SETUP_RECORD];
+    reader.read_exact(&mut record).ok()?;
+    let SetupFailure { step, source } = SetupFailure::parse(&record)?;
+    Some(ProcessError::Containment { step, source })
+}
+
+/// Runs `probe` (which forks a throwaway child of this process) while no sweep can run: a
+/// sweep would take that child for an orphan adopted from a dead reaper and kill it.
+pub(crate) fn holding_spawn_lock<T>(probe: impl FnOnce() -> T) -> T {
+    let _spawning = SPAWNS.read().unwrap_or_else(PoisonError::into_inner);
+    probe()
 }
 
 /// Once per process: refuses to run anything without /proc (the reaper could not find the
@@ -221,7 +259,8 @@ pub(crate) struct Tree {
     reaper_started: u64,
     program_pid: Option<pid_t>,
     report: pipe::Receiver,
-    final_report: [u8; 4],
+    /// The reaper's last words: the program's status, then flags (`ENDED_BY_TASK_LIMIT`).
+    final_report: [u8; 8],
     final_report_len: usize,
     /// Set as soon as waiting for the reaper returned (even with an error): from then on its
     /// pid may belong to anyone, and it is never signalled again.
@@ -229,6 +268,7 @@ pub(crate) struct Tree {
     reaper_status: Option<ExitStatus>,
     /// The program's status, once nothing of the tree is left.
     program_status: Option<ExitStatus>,
+    ended_by_task_limit: bool,
     _registration: Registration,
 }
 
@@ -310,7 +350,7 @@ impl Tree {
         status
     }
 
-    /// The program's wait status, as the reaper's last word; `None` if it exited without one.
+    /// The program's wait status, as the reaper's last words; `None` if it exited without them.
     /// Called after the reaper's exit, so end of file is near: no other process holds the pipe.
     async fn read_final_report(&mut self) -> Option<c_int> {
         while self.final_report_len < self.final_report.len() {
@@ -319,7 +359,14 @@ impl Tree {
                 Ok(read) => self.final_report_len += read,
             }
         }
-        Some(c_int::from_ne_bytes(self.final_report))
+        let [s0, s1, s2, s3, f0, f1, f2, f3] = self.final_report;
+        self.ended_by_task_limit = u32::from_ne_bytes([f0, f1, f2, f3]) & ENDED_BY_TASK_LIMIT != 0;
+        Some(c_int::from_ne_bytes([s0, s1, s2, s3]))
+    }
+
+    /// The reaper killed the tree because it had more tasks than the call's limit.
+    pub(crate) fn ended_by_task_limit(&self) -> bool {
+        self.ended_by_task_limit
     }
 }
 
@@ -451,7 +498,7 @@ mod tests {
     #[tokio::test]
     async fn an_empty_argv_is_a_spawn_error_not_a_panic() {
         let launch = Launch { argv: &[], cwd: None, env_overrides: &[] };
-        let error = spawn_separate(&launch, Stdio::null()).err().unwrap();
+        let error = spawn_separate(&launch, Stdio::null(), None).err().unwrap();
         assert!(error.to_string().contains("the command is empty"), "{error}");
         let error = spawn_merged(&launch, Stdio::null()).err().unwrap();
         assert!(error.to_string().contains("the command is empty"), "{error}");

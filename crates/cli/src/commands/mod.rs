@@ -3,6 +3,7 @@
 
 pub mod approvals;
 pub mod call;
+pub mod doctor;
 pub mod node;
 pub mod serve;
 pub mod settings;
@@ -26,6 +27,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Token(args) => token::run(args),
         Command::Approvals(args) => approvals::run(args),
         Command::Settings(args) => settings::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tools(args) => tools::run(args),
     }

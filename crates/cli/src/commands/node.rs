@@ -14,6 +14,7 @@ use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, VersionRule, WireStyle
 use clawmcp_node::approvals::{ApprovalsApi, ExecApprovals};
 use clawmcp_node::registry::ToolFilter;
 use clawmcp_node::settings::LiveSettings;
+use clawmcp_node::system::sandbox;
 use clawmcp_node::{NodeMcpService, Registry};
 use tokio_util::sync::CancellationToken;
 
@@ -68,6 +69,19 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
             data.token_path().display(),
             data.root().display()
         ));
+
+        // What the sandbox holds on this kernel, once at start (upstream warns the same way when
+        // it runs commands uncontained). The settings are read live: this is the start's view.
+        let sandbox = settings.current().system_run_sandbox;
+        if sandbox.enabled {
+            output::note(&format!("system.run sandbox:\n  {}", sandbox::summary(&sandbox).join("\n  ")));
+        } else {
+            output::note(
+                "warning: system.run runs commands uncontained (SystemRunSandbox is off): \
+                 `clawmcp doctor` shows what the sandbox would hold here, \
+                 `clawmcp settings set SystemRunSandbox.Enabled true` turns it on",
+            );
+        }
 
         let shutdown = CancellationToken::new();
         stop_on_signal(shutdown.clone(), Some("clawmcp node: shutting down"));

@@ -1,13 +1,17 @@
 //! `clawmcp settings`: show or change `settings.json`. Changes are saved atomically; a running
 //! node reads the file on its next call, so a switch applies without a restart, and only once
-//! it is safely on disk.
+//! it is safely on disk. A value is checked by the same rules the node reads the file with, so
+//! nothing is saved that would switch `system.run` off as unreadable.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::str::FromStr;
 
 use clawmcp_node::settings::Settings;
 
-use crate::args::{SettingKey, SettingsAction, SettingsArgs, Switch};
+use crate::args::{SettingKey, SettingsAction, SettingsArgs};
 use crate::commands::data_dir;
+use crate::exit::UsageError;
 use crate::output;
 
 pub fn run(args: SettingsArgs) -> anyhow::Result<ExitCode> {
@@ -22,16 +26,50 @@ pub fn run(args: SettingsArgs) -> anyhow::Result<ExitCode> {
             }
         }
         SettingsAction::Set { key, value } => {
-            let on = matches!(value, Switch::True);
-            match key {
-                SettingKey::EnableNodeMode => settings.enable_node_mode = on,
-                SettingKey::EnableMcpServer => settings.enable_mcp_server = on,
-                SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled = on,
-            }
+            apply(&mut settings, key, &value).map_err(UsageError)?;
+            settings.system_run_sandbox.validate().map_err(UsageError)?;
             data.ensure()?;
             settings.save(&path)?;
             output::note(&format!("saved {}", path.display()));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Sets `key` to `value` as text from the command line.
+fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Result<(), String> {
+    let sandbox = &mut settings.system_run_sandbox;
+    match key {
+        SettingKey::EnableNodeMode => settings.enable_node_mode = switch(value)?,
+        SettingKey::EnableMcpServer => settings.enable_mcp_server = switch(value)?,
+        SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled = switch(value)?,
+        SettingKey::SandboxEnabled => sandbox.enabled = switch(value)?,
+        SettingKey::SandboxNetwork => sandbox.network = switch(value)?,
+        SettingKey::SandboxWritablePaths => {
+            sandbox.writable_paths = value.split(':').filter(|part| !part.is_empty()).map(PathBuf::from).collect();
+        }
+        SettingKey::SandboxMemoryMib => sandbox.memory_mib = limit(value)?,
+        SettingKey::SandboxMaxProcesses => sandbox.max_processes = limit(value)?,
+        SettingKey::SandboxCpuSeconds => sandbox.cpu_seconds = limit(value)?,
+    }
+    Ok(())
+}
+
+fn switch(value: &str) -> Result<bool, String> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!("`{other}` is not a switch value; use true or false")),
+    }
+}
+
+/// A positive number, or `none` for no limit.
+fn limit<T: FromStr>(value: &str) -> Result<Option<T>, String> {
+    match value {
+        "none" => Ok(None),
+        number => number
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("`{number}` is not a limit; use a whole number, or none for no limit")),
+    }
 }

@@ -104,3 +104,65 @@ fn unknown_keys_and_values_are_usage_errors() {
     }
     assert!(!sandbox.data().exists());
 }
+
+#[test]
+fn the_sandbox_is_set_key_by_key_and_impossible_values_are_usage_errors() {
+    let sandbox = Sandbox::new();
+    let set = |key: &str, value: &str| {
+        sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).args(["set", key, value]).assert()
+    };
+    set("SystemRunSandbox.Enabled", "true").success();
+    set("SystemRunSandbox.Network", "false").success();
+    set("SystemRunSandbox.MemoryMiB", "none").success();
+    set("SystemRunSandbox.MaxProcesses", "1024").success();
+    set("SystemRunSandbox.CpuSeconds", "30").success();
+    set("SystemRunSandbox.WritablePaths", "/srv/a:/srv/b").success();
+    let saved = settings_file(&sandbox)["SystemRunSandbox"].clone();
+    assert_eq!(
+        saved,
+        json!({"Enabled": true, "Network": false, "WritablePaths": ["/srv/a", "/srv/b"], "MemoryMiB": null,
+               "MaxProcesses": 1024, "CpuSeconds": 30})
+    );
+    for (key, value, says) in [
+        ("SystemRunSandbox.MaxProcesses", "1025", "out of range"),
+        ("SystemRunSandbox.MaxProcesses", "0", "out of range"),
+        ("SystemRunSandbox.MemoryMiB", "lots", "not a limit"),
+        ("SystemRunSandbox.WritablePaths", "relative/dir", "is relative"),
+        ("SystemRunSandbox.Enabled", "yes", "true or false"),
+    ] {
+        set(key, value).code(2).stderr(contains(says));
+    }
+    assert_eq!(settings_file(&sandbox)["SystemRunSandbox"], saved, "a refused value changes nothing");
+}
+
+#[test]
+fn doctor_reports_the_sandbox_section_and_exits_0() {
+    let sandbox = Sandbox::new();
+    let doctor = || sandbox.clawmcp(["doctor", "--data-dir"]).arg(sandbox.data()).assert().success();
+    doctor()
+        .stdout(contains("system.run sandbox\n"))
+        .stdout(contains("DISABLED: system.run runs commands uncontained"))
+        .stdout(contains("filesystem: "))
+        .stdout(contains("processes: "));
+    sandbox.write_data_file("settings.json", r#"{"SystemRunSandbox":{"Enabled":true,"Network":false}}"#);
+    doctor().stdout(contains("enabled (SystemRunSandbox.Enabled)")).stdout(contains("network: "));
+    // A broken file is a finding, not a failure.
+    sandbox.write_data_file("settings.json", r#"{"SystemRunSandbox":{"Enabeld":true}}"#);
+    doctor().stdout(contains("unknown field `Enabeld`")).stdout(contains("switched off"));
+}
+
+#[test]
+fn the_node_says_at_start_what_the_sandbox_holds() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    assert!(node.stderr().contains("system.run runs commands uncontained"), "{}", node.stderr());
+    drop(node);
+    let sandbox = Sandbox::new();
+    sandbox.write_data_file("settings.json", r#"{"SystemRunSandbox":{"Enabled":true}}"#);
+    let node = Node::start(&sandbox);
+    assert!(
+        node.stderr().contains("system.run sandbox:") && node.stderr().contains("filesystem: "),
+        "{}",
+        node.stderr()
+    );
+}

@@ -3,7 +3,7 @@
 //! | command | file | what it does |
 //! | --- | --- | --- |
 //! | `system.notify` | [`notify`] | desktop notification |
-//! | `system.run` | [`run`] (+ `clawmcp_process`) | approved argv execution, bounded and killable |
+//! | `system.run` | [`run`] (+ `clawmcp_process`), [`sandbox`] | approved argv execution, bounded and killable, optionally contained |
 //! | `system.run.prepare` | [`prepare`] | the plan `system.run` would execute, nothing run |
 //! | `system.which` | [`which`] | programs on the node's PATH |
 //! | `system.execApprovals.get` / `.set` | [`crate::approvals`] | the exec-approval policy file |
@@ -18,6 +18,7 @@ mod notify;
 mod prepare;
 mod request;
 mod run;
+pub mod sandbox;
 mod which;
 
 use std::sync::Arc;

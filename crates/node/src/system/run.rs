@@ -17,14 +17,17 @@ use std::time::Duration;
 
 use clawmcp_mcp::ToolAnnotations;
 use clawmcp_mcp::wire_size::{self, Nesting};
-use clawmcp_process::{self as process, CapturedStream, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome};
+use clawmcp_process::{
+    self as process, CapturedStream, Containment, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome,
+};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::request::{self, InvalidRun, run_arguments_schema};
+use super::sandbox;
 use crate::approvals::{Denial, DenialCode, ExecApprovals};
 use crate::capability::{CapabilityError, CommandSpec, InvokeResult};
-use crate::settings::LiveSettings;
+use crate::settings::{LiveSettings, SandboxSettings};
 
 /// The error of every `system.run*` call while the "Run system tools" switch is off.
 pub const RUN_DISABLED: &str =
@@ -42,7 +45,9 @@ pub fn command_spec() -> CommandSpec {
              process ended by signal N reports exitCode 128+N. Each stream keeps its first 1 MiB, less if it is \
              mostly control bytes or binary, so the result stays under 4 MiB (stdoutTruncated/stderrTruncated \
              mark a cut). On timeout (timeoutMs, default 30000, at most \
-             600000) or cancellation the whole process tree is killed.",
+             600000) or cancellation the whole process tree is killed. When the node's sandbox is on \
+             (SystemRunSandbox), writes outside cwd and the temp directory fail, the network may be cut and \
+             resource limits apply; a sandbox field then notes anything this kernel could not enforce.",
         ),
         input_schema: Some(run_arguments_schema().into()),
         annotations: ToolAnnotations::DESTRUCTIVE,
@@ -77,13 +82,33 @@ pub async fn invoke(
         return Err(clawmcp_mcp::CANCELLED.into());
     }
 
+    // The sandbox as the settings say now (read live, like the switch): prepared for this run's
+    // working directory, or the run is refused. Never uncontained when containment was asked for.
+    let sandbox = settings.current().system_run_sandbox;
+    let containment = match sandbox.enabled {
+        true => Some(prepare_containment(&sandbox, run.request.cwd.as_deref())?),
+        false => None,
+    };
+
     // Launch exactly what was judged: the resolved executable, and the variables of an
     // unwrapped `env NAME=VALUE` wrapper.
     let launch =
         Launch { argv: &authorization.argv, cwd: run.request.cwd.as_deref(), env_overrides: &authorization.env };
-    match process::run(launch, run.timeout(), cancel).await {
-        Ok(outcome) => Ok(payload(outcome)),
+    match process::run_contained(launch, containment.as_ref(), run.timeout(), cancel).await {
+        Ok(outcome) => {
+            let note = containment.as_ref().and_then(|containment| sandbox_note(containment, &sandbox, &outcome));
+            let mut result = payload(outcome);
+            if let (Some(note), Value::Object(fields)) = (note, &mut result) {
+                fields.insert("sandbox".into(), note.into());
+            }
+            Ok(result)
+        }
         Err(ProcessError::Cancelled) => Err(clawmcp_mcp::CANCELLED.into()),
+        Err(error @ ProcessError::Containment { .. }) => Err(format!(
+            "Execution failed: the system.run sandbox (SystemRunSandbox.Enabled) could not be applied, so the \
+             command did not run: {error}. `clawmcp doctor` shows what this kernel supports."
+        )
+        .into()),
         Err(ProcessError::Spawn { .. }) if run.request.cwd.as_deref().is_some_and(|cwd| !cwd.is_dir()) => {
             let cwd = run.request.cwd.as_deref().unwrap_or(Path::new("")).display();
             Err(format!("Execution failed: cwd `{cwd}` is not an existing directory; pass a directory that exists.")
@@ -95,6 +120,44 @@ pub async fn invoke(
         .into()),
         Err(error @ ProcessError::Wait { .. }) => Err(format!("Execution failed: {error}.").into()),
     }
+}
+
+/// The containment of a run in `cwd` (the node's own working directory when the call names none).
+fn prepare_containment(sandbox: &SandboxSettings, cwd: Option<&Path>) -> Result<Containment, CapabilityError> {
+    let node_cwd;
+    let cwd = match cwd {
+        Some(cwd) => cwd,
+        None => {
+            node_cwd = std::env::current_dir().map_err(|error| {
+                CapabilityError::new(format!(
+                    "Execution failed: the sandbox needs the working directory to make it writable, and the node's \
+                     cannot be read ({error}); pass cwd."
+                ))
+            })?;
+            &node_cwd
+        }
+    };
+    Containment::prepare(&sandbox::policy_for(sandbox, cwd)).map_err(|error| {
+        CapabilityError::new(format!(
+            "Execution failed: the system.run sandbox (SystemRunSandbox.Enabled) cannot be set up, so the command \
+             did not run: {error}."
+        ))
+    })
+}
+
+/// What the caller must know about the sandbox after a run: the rules that fell back on this
+/// kernel, and a tree killed for its size. `None` when everything asked for held.
+fn sandbox_note(containment: &Containment, sandbox: &SandboxSettings, outcome: &ProcessOutcome) -> Option<String> {
+    let mut notes = Vec::new();
+    if outcome.process_limit_exceeded {
+        let limit = sandbox.max_processes.map_or_else(String::new, |limit| format!(" ({limit})"));
+        notes.push(format!(
+            "the command had more processes and threads than SystemRunSandbox.MaxProcesses{limit} allows: all of \
+             them were killed"
+        ));
+    }
+    notes.extend(containment.report().fallback_note());
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 /// `exec-approvals-v2: ValidationFailed (<reason>)`, the same text as every other denial.
@@ -182,7 +245,14 @@ mod tests {
 
     fn outcome(exit_code: i32, timed_out: bool, stdout: CapturedStream) -> ProcessOutcome {
         let empty = CapturedStream { text: String::new(), total_bytes: 0, truncated: false };
-        ProcessOutcome { stdout, stderr: empty, exit_code, timed_out, duration: Duration::from_millis(12) }
+        ProcessOutcome {
+            stdout,
+            stderr: empty,
+            exit_code,
+            timed_out,
+            duration: Duration::from_millis(12),
+            process_limit_exceeded: false,
+        }
     }
 
     fn text(text: &str) -> CapturedStream {
