@@ -7,8 +7,9 @@ default mode, sends progress tokens, and cancels through anyio cancel scopes. Ev
 must survive the relay in both directions.
 
 Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed):
-  initialize          default (auto) mode: the server/discover probe is answered by the node
-                      through the relay, the SDK falls back to initialize; server info present
+  stateless-connect   default (auto) mode: the server/discover probe is answered by the node
+                      through the relay and the SDK adopts the stateless revision 2026-07-28 (the
+                      relay adds the routing headers the node checks); server info present
   tools-list          every required tool listed with a description and an object schema
   system-which        system.which {bins:["sh"]} answers an absolute path to an executable
   progress            system.run ["sleep","6"] with a progress callback: the node's progress
@@ -16,7 +17,7 @@ Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed)
   cancel-system-run   a long system.run (sh + sleep grandchild) cancelled by an anyio cancel scope:
                       the SDK writes notifications/cancelled to the relay's stdin, the relay
                       posts it to the node, the node kills the process tree; the session
-                      (and the relay) still answer a ping afterwards
+                      (and the relay) still answer a tools/list afterwards
   relay-exits         when the session ends (stdin closed), the relay process is gone
 
 Environment: CLAWMCP_E2E_BIN, CLAWMCP_E2E_URL (http://127.0.0.1:PORT/), CLAWMCP_E2E_DATA_DIR
@@ -28,7 +29,6 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -49,9 +49,6 @@ from node_checks import (  # noqa: E402  (after the path above)
     wait_for,
 )
 
-# The node negotiates a handshake-era protocol, where ping is still defined; the SDK warns
-# about its 2026-07-28 removal on every call.
-warnings.filterwarnings("ignore", message="ping is removed")
 # Longer than the node's progress interval (5 s): at least one heartbeat is due.
 PROGRESS_SLEEP_SECONDS = 6
 
@@ -67,7 +64,7 @@ class Driver(CheckRunner):
 
     async def session_checks(self) -> None:
         async with Client(self.params, read_timeout_seconds=CALL_TIMEOUT_SECONDS, raise_exceptions=True) as client:
-            await self.check("initialize", lambda: self.initialize_ok(client))
+            await self.check("stateless-connect", lambda: self.stateless_ok(client))
             await self.check("tools-list", lambda: tools_list(client))
             await self.check("system-which", lambda: system_which(client))
             await self.check("progress", lambda: self.progress(client))
@@ -75,8 +72,10 @@ class Driver(CheckRunner):
             expect(bool(self.relay_pids()), "the relay is not running during the session")
         await self.check("relay-exits", self.relay_exits)
 
-    async def initialize_ok(self, client: Client) -> None:
-        expect(client.session.initialize_result is not None, "auto mode did not fall back to initialize")
+    async def stateless_ok(self, client: Client) -> None:
+        session = client.session
+        expect(session.discover_result is not None, "auto mode did not adopt server/discover through the relay")
+        expect(session.initialize_result is None, "auto mode ran initialize against a dual-era node")
         info = client.server_info
         expect(info is not None and info.name == "clawmcp-node", f"serverInfo {info!r}")
         expect(client.server_capabilities.tools is not None, "initialize: no tools capability")
@@ -98,7 +97,9 @@ class Driver(CheckRunner):
         # The relay stays up (the session goes on), so only the relayed notifications/cancelled
         # can have made the node stop the run.
         await cancel_long_system_run(client)
-        await client.send_ping()  # the session (and the relay) survive a cancelled call
+        # The session (and the relay) survive a cancelled call. (Not ping: the stateless
+        # revision removed it, and the SDK only sends it in legacy mode.)
+        await tools_list(client)
 
     async def relay_exits(self) -> None:
         await wait_for(lambda: not self.relay_pids(), f"the relay outlived its session: {self.relay_pids()}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Clients that cannot speak HTTP to the node, or insist on OAuth (issue 5), with real SDKs:
 #   python_stdio.py  the Python `mcp` SDK over stdio, spawning `clawmcp call --stdio`:
-#                    initialize (after its server/discover probe), tools/list, a tool call,
+#                    the stateless revision (server/discover adopted through the relay), tools/list, a tool call,
 #                    progress of a 6 s call, and a cancelled long system.run the node kills
 #   ts_oauth.mjs     the TypeScript SDK over HTTP with an OAuth authProvider and a static
 #                    bearer header (no discovery when the header works; every discovery probe

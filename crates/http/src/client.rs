@@ -318,8 +318,26 @@ impl McpClient {
             bearer.set_sensitive(true);
             request = request.header(AUTHORIZATION, bearer);
         }
-        if let Some(version) = &self.protocol_version {
-            request = request.header(PROTOCOL_VERSION_HEADER, version);
+        // A stateless (2026-07-28) request repeats its revision, method and name in headers, or
+        // the server refuses it; what its body says wins over the session's revision.
+        match clawmcp_mcp::modern::stateless_routing(&body) {
+            Some(routing) => {
+                request = request.header(PROTOCOL_VERSION_HEADER, routing.protocol_version);
+                // A method no header can carry (control bytes) is left out: the server then
+                // says the header is missing, rather than this client failing to build a request.
+                if let Ok(method) = HeaderValue::from_str(&routing.method) {
+                    request = request.header("mcp-method", method);
+                }
+                // Always visible ASCII: `encode_header_value` wraps anything else.
+                if let Some(name) = routing.name.and_then(|name| HeaderValue::from_str(&name).ok()) {
+                    request = request.header("mcp-name", name);
+                }
+            }
+            None => {
+                if let Some(version) = &self.protocol_version {
+                    request = request.header(PROTOCOL_VERSION_HEADER, version);
+                }
+            }
         }
         if let Some(session) = &self.session_id {
             request = request.header(SESSION_ID_HEADER, session);
@@ -599,6 +617,26 @@ mod tests {
         assert_eq!(header(&seen[0], PROTOCOL_VERSION_HEADER), None);
         assert_eq!(header(&seen[1], PROTOCOL_VERSION_HEADER), Some("2025-06-18"));
         assert_eq!(header(&seen[2], PROTOCOL_VERSION_HEADER), Some("2025-06-18"));
+    }
+
+    #[tokio::test]
+    async fn a_stateless_request_carries_its_routing_headers_whatever_the_session_says() {
+        let server =
+            Server::start(|seen| json_answer(json!({"jsonrpc": "2.0", "id": seen.body["id"], "result": {}}))).await;
+        let mut client = server.client();
+        client.set_protocol_version("2025-06-18");
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}});
+        let params = json!({"name": "device.info", "arguments": {}, "_meta": meta});
+        client.request(&RequestId::number(1), "tools/call", Some(&params)).await.unwrap();
+        client.request(&RequestId::number(2), "tools/list", None).await.unwrap();
+        let seen = server.seen();
+        assert_eq!(header(&seen[0], PROTOCOL_VERSION_HEADER), Some("2026-07-28"));
+        assert_eq!(header(&seen[0], "mcp-method"), Some("tools/call"));
+        assert_eq!(header(&seen[0], "mcp-name"), Some("device.info"));
+        // A legacy request keeps the session's revision and gets no routing headers.
+        assert_eq!(header(&seen[1], PROTOCOL_VERSION_HEADER), Some("2025-06-18"));
+        assert_eq!((header(&seen[1], "mcp-method"), header(&seen[1], "mcp-name")), (None, None));
     }
 
     #[tokio::test]

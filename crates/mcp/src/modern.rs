@@ -165,6 +165,49 @@ pub fn check_routing_headers(
     }
 }
 
+/// The routing headers a client sends with a stateless request (what
+/// [`check_routing_headers`] checks on the server): its revision, method and, for the methods
+/// that name something, that name encoded for a header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatelessRouting {
+    pub protocol_version: &'static str,
+    pub method: String,
+    pub name: Option<String>,
+}
+
+/// The routing headers `body` needs, when it is a well-formed stateless request (anything else,
+/// every legacy request included, needs none). A relay passing requests through calls it per
+/// message, so a stateless client's requests reach the server with the headers it would have
+/// sent itself.
+pub fn stateless_routing(body: &[u8]) -> Option<StatelessRouting> {
+    // The common case, a legacy message, costs one byte scan rather than a parse.
+    if !body.windows(META_PROTOCOL_VERSION.len()).any(|window| window == META_PROTOCOL_VERSION.as_bytes()) {
+        return None;
+    }
+    let crate::jsonrpc::Incoming::Request { method, params, .. } = crate::jsonrpc::parse(body).ok()? else {
+        return None;
+    };
+    let request = era_of(params.as_deref())?.ok()?;
+    let name = named_parameter(&method).and_then(|key| {
+        let params: serde_json::Map<String, Value> = serde_json::from_str(params.as_deref()?.get()).ok()?;
+        params.get(key)?.as_str().map(encode_header_value)
+    });
+    Some(StatelessRouting { protocol_version: request.version, method, name })
+}
+
+/// `value` as a header carries it: verbatim when it is visible ASCII without edge spaces,
+/// else `=?base64?<standard base64 of its UTF-8>?=` (so is a value that looks wrapped already).
+pub fn encode_header_value(value: &str) -> String {
+    use base64::Engine as _;
+    let plain = value.bytes().all(|byte| (0x20..0x7f).contains(&byte))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    match plain {
+        true => value.to_owned(),
+        false => format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value)),
+    }
+}
+
 /// A header value as sent: verbatim, or the UTF-8 inside `=?base64?<standard base64>?=`
 /// (`None` when that is malformed or not canonical, so a corrupt header never matches).
 fn decode_header_value(value: &str) -> Option<String> {
@@ -352,5 +395,32 @@ mod tests {
             .map(http_status_of_error)
             .collect();
         assert_eq!(statuses, [400, 400, 400, 400, 400, 400, 404, 200, 200]);
+    }
+
+    #[test]
+    fn a_stateless_request_yields_the_headers_the_server_checks() {
+        let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"h\u00e9llo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let routing = stateless_routing(body).unwrap();
+        assert_eq!(
+            routing,
+            StatelessRouting {
+                protocol_version: "2026-07-28",
+                method: "tools/call".into(),
+                name: Some("=?base64?aMOpbGxv?=".into())
+            }
+        );
+        // Round trip through the server's own check.
+        let params = raw(r#"{"name":"h\u00e9llo","_meta":{}}"#);
+        let headers = RoutingHeaders {
+            protocol_version: Some(Ok(routing.protocol_version)),
+            method: Some(Ok(&routing.method)),
+            name: routing.name.as_deref().map(Ok),
+        };
+        assert!(check_routing_headers(&modern(), "tools/call", Some(&params), &headers).is_ok());
+        assert_eq!(stateless_routing(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
+        assert_eq!(stateless_routing(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#), None);
+        assert_eq!(encode_header_value("device.info"), "device.info");
+        assert_eq!(encode_header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+        assert_eq!(decode_header_value(&encode_header_value("=?base64?x?=")).as_deref(), Some("=?base64?x?="));
     }
 }
