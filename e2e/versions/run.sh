@@ -10,7 +10,7 @@
 # Usage: e2e/versions/run.sh [node] [tools] [serve]   (default: all three)
 # The gateway (e2e/gateway/start.sh --seed, installed by e2e/gateway/install.sh) is started only
 # for tools/serve, in a throwaway dir, and stopped by PID, like the node. Everything binds to
-# 127.0.0.1. About 20 s per surface once built and installed, plus the gateway's start.
+# 127.0.0.1. About 5 s per surface once built and installed, plus the gateway's start (10 s-3 min).
 # Exits non-zero if any check fails; nothing is skipped.
 #
 # Environment: CLAWMCP_E2E_BIN (else `cargo build --release`), CLAWMCP_E2E_CACHE (see
