@@ -74,6 +74,7 @@ drivers=(
   "progress|bash $HERE/progress/run.sh node"
   "stdio|bash $HERE/stdio/run.sh"
   "lifecycle|bash $HERE/lifecycle/run.sh"
+  "versions|bash $HERE/versions/run.sh node"
 )
 passed=() failed=()
 for entry in "${drivers[@]}"; do
