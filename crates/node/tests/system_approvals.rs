@@ -37,7 +37,9 @@ async fn a_denied_command_does_not_run() {
         node.approvals.resolve(&id, Decision::Deny).unwrap();
     };
     let (result, ()) = tokio::join!(invoke, deny);
-    assert_eq!(result.unwrap_err().message, "exec-approvals-v2: UserDenied (user-denied)");
+    let error = result.unwrap_err();
+    assert_eq!(error.message, "exec-approvals-v2: UserDenied (user-denied)");
+    assert_eq!(error.code, Some(clawmcp_node::system::SYSTEM_RUN_DENIED), "the gateway's code for a policy refusal");
     assert!(!marker.exists());
 }
 

@@ -4,7 +4,7 @@
 mod system_support;
 
 use clawmcp_mcp::CallContext;
-use clawmcp_node::system::RUN_DISABLED;
+use clawmcp_node::system::{RUN_DISABLED, UNAVAILABLE};
 use clawmcp_node::{Capability, InvokeRequest};
 use serde_json::{Value, json};
 use system_support::{Node, payload_of, text_of};
@@ -67,7 +67,7 @@ async fn the_kill_switch_hides_and_refuses_run_and_re_enabling_restores_them() {
     // The capability itself refuses too (the gateway path calls it directly).
     for command in ["system.run", "system.run.prepare"] {
         let error = node.capability.invoke(request(command, touch.clone()), CallContext::detached()).await.unwrap_err();
-        assert_eq!(error.message, RUN_DISABLED);
+        assert_eq!((error.message.as_str(), error.code), (RUN_DISABLED, Some(UNAVAILABLE)), "the gateway gets a code");
     }
     assert!(!marker.exists());
 

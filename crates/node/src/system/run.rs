@@ -57,8 +57,17 @@ pub fn command_spec() -> CommandSpec {
 
 /// Refuses when the "Run system tools" switch is off. Read live: the file may change any time.
 pub fn ensure_enabled(settings: &LiveSettings) -> Result<(), CapabilityError> {
-    if settings.current().node_system_run_enabled { Ok(()) } else { Err(RUN_DISABLED.into()) }
+    match settings.current().node_system_run_enabled {
+        true => Ok(()),
+        false => Err(CapabilityError::new(RUN_DISABLED).with_code(UNAVAILABLE)),
+    }
 }
+
+/// The gateway's error code of a run the exec-approval policy refused (upstream's word for
+/// "ask the operator", which the gateway's exec tool turns into prepare, approve, re-invoke).
+pub const SYSTEM_RUN_DENIED: &str = "SYSTEM_RUN_DENIED";
+/// The gateway's error code of a command this node does not serve right now.
+pub const UNAVAILABLE: &str = "UNAVAILABLE";
 
 /// Serves `system.run` (the kill switch has been checked by the caller once already).
 pub async fn invoke(
@@ -166,7 +175,7 @@ fn validation_failure(reason: InvalidRun) -> CapabilityError {
 }
 
 fn denied(denial: Denial) -> CapabilityError {
-    CapabilityError::new(denial.to_string())
+    CapabilityError::new(denial.to_string()).with_code(SYSTEM_RUN_DENIED)
 }
 
 /// The most bytes each stream may take on the wire, after its two JSON encodings (the payload is
