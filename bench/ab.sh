@@ -79,6 +79,7 @@ measure() {
     'BEGIN { printf "%s %.2f\n", rps, t * 1e6 / hz / (n > 0 ? n : 1) }'
 }
 
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A CPU_A CPU_B RPS_A RPS_B
 for ((round = 1; round <= ROUNDS; round++)); do
   for method in "${METHODS[@]}"; do
@@ -89,7 +90,7 @@ done
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 printf 'A = %s\nB = %s\n%s rounds x %s s per cell, 4 connections, wrk -t1; load before: %s\n\n' \
-  "$BIN_A" "$BIN_B" "$ROUNDS" "$DURATION" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  "$BIN_A" "$BIN_B" "$ROUNDS" "$DURATION" "$LOAD_BEFORE"
 printf '| request | A cpu us/req | B cpu us/req | B/A cpu | A req/s | B req/s |\n| --- | --- | --- | --- | --- | --- |\n'
 for method in "${METHODS[@]}"; do
   a="$(median <<<"${CPU_A[$method]}")" b="$(median <<<"${CPU_B[$method]}")"
