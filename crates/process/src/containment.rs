@@ -731,23 +731,8 @@ fn write_id_maps(uid: uid_t, gid: gid_t) -> io::Result<()> {
 /// `"<id> <id> 1\n"` in `buffer`.
 fn id_map_line(id: u32, buffer: &mut [u8; 40]) -> &[u8] {
     let mut digits = [0u8; 10];
-    let mut start = digits.len();
-    let mut value = id;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    let id = &digits[start..];
-    let mut len = 0;
-    for part in [id, b" ", id, b" 1\n"] {
-        buffer[len..len + part.len()].copy_from_slice(part);
-        len += part.len();
-    }
-    &buffer[..len]
+    let id = sys::format_decimal(id, &mut digits);
+    sys::concat_into(&[id, b" ", id, b" 1\n"], buffer)
 }
 
 #[cfg(test)]

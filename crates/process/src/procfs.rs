@@ -48,23 +48,8 @@ pub(crate) fn stat_of(pid: pid_t) -> Option<ProcStat> {
 /// `/proc/<pid>/stat` as a C string in `buffer`.
 fn stat_path(pid: pid_t, buffer: &mut [u8; 32]) -> Option<&CStr> {
     let mut digits = [0u8; 10];
-    let mut value = u32::try_from(pid).ok()?;
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    let parts: [&[u8]; 3] = [b"/proc/", &digits[start..], b"/stat\0"];
-    let mut len = 0;
-    for part in parts {
-        buffer[len..len + part.len()].copy_from_slice(part);
-        len += part.len();
-    }
-    CStr::from_bytes_with_nul(&buffer[..len]).ok()
+    let pid = sys::format_decimal(u32::try_from(pid).ok()?, &mut digits);
+    CStr::from_bytes_with_nul(sys::concat_into(&[b"/proc/", pid, b"/stat\0"], buffer)).ok()
 }
 
 /// Parses `pid (comm) state ppid pgrp ... starttime ...`. The command name may hold spaces and
@@ -210,6 +195,16 @@ impl PidSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_paths_at_the_edges_of_a_pid() {
+        let mut buffer = [0u8; 32];
+        assert_eq!(stat_path(0, &mut buffer).unwrap().to_bytes(), b"/proc/0/stat");
+        assert_eq!(stat_path(i32::MAX, &mut buffer).unwrap().to_bytes(), b"/proc/2147483647/stat");
+        assert_eq!(stat_path(-1, &mut buffer), None);
+        let mut digits = [0u8; 10];
+        assert_eq!(sys::format_decimal(u32::MAX, &mut digits), b"4294967295");
+    }
 
     #[test]
     fn stat_parsing_survives_odd_command_names() {

@@ -376,6 +376,33 @@ pub(crate) fn parse_decimal(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |value, &digit| digit.is_ascii_digit().then(|| value * 10 + u64::from(digit - b'0')))
 }
 
+/// `value` in decimal ASCII, written at the end of `digits` (no allocation: usable between fork
+/// and exec).
+pub(crate) fn format_decimal(value: u32, digits: &mut [u8; 10]) -> &[u8] {
+    let mut start = digits.len();
+    let mut value = value;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    &digits[start..]
+}
+
+/// `parts` one after another at the start of `buffer`, which the caller sizes for them (no
+/// allocation: usable between fork and exec).
+pub(crate) fn concat_into<'b>(parts: &[&[u8]], buffer: &'b mut [u8]) -> &'b [u8] {
+    let mut len = 0;
+    for part in parts {
+        buffer[len..len + part.len()].copy_from_slice(part);
+        len += part.len();
+    }
+    &buffer[..len]
+}
+
 // ---- Containment (`crate::containment`): the calls the program makes on itself before exec,
 // and the probes that find out which of them this kernel allows. All of them are plain system
 // calls on integers or caller-owned buffers, so they are async-signal-safe.
