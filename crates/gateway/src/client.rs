@@ -56,6 +56,7 @@ use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, BackoffPolicy};
 use crate::config::Credentials;
+use crate::device_token::DeviceTokenStore;
 use crate::error::GatewayError;
 use crate::events::{EventSubscription, GatewayEvent};
 use crate::frames::{
@@ -105,6 +106,13 @@ pub struct ClientOptions {
     pub path_env: Option<String>,
     /// The device key; required for nodes, optional for operators (see the protocol reference 1.7).
     pub device: Option<Arc<DeviceIdentity>>,
+    /// Where the gateway's `hello-ok.auth.deviceToken` is kept; with it, a connect refused with
+    /// `canRetryWithDeviceToken` is retried once with the saved token (see
+    /// [`crate::device_token`]).
+    pub device_tokens: Option<Arc<DeviceTokenStore>>,
+    /// Keep reconnecting after refusals a human must resolve (pairing required, a wrong
+    /// secret): a node waits for its operator, where a CLI reports and stops.
+    pub persistent: bool,
     pub request_timeout: Duration,
     pub handshake_timeout: Duration,
     pub backoff: BackoffPolicy,
@@ -147,6 +155,8 @@ impl ClientOptions {
             commands: None,
             path_env: None,
             device: None,
+            device_tokens: None,
+            persistent: false,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             backoff: BackoffPolicy::default(),
@@ -154,6 +164,17 @@ impl ClientOptions {
             max_inbound_frame_bytes: DEFAULT_MAX_INBOUND_FRAME,
         }
     }
+}
+
+/// What [`GatewayClient::status`] reports.
+#[derive(Debug, Clone)]
+pub enum LinkStatus {
+    /// A socket is up; its `hello-ok`.
+    Connected(Arc<HelloOk>),
+    /// No socket right now: the first attempt is running, or reconnecting after `last_error`.
+    Connecting { last_error: String, error: Option<GatewayError> },
+    /// Final: closed by us, or a terminal refusal of a non-persistent client.
+    Stopped(GatewayError),
 }
 
 /// Per-call knobs for [`GatewayClient::request_with`].
@@ -200,6 +221,9 @@ enum LinkState {
     Up(Arc<Link>),
     Down {
         last_error: String,
+        /// The last failed attempt's error, when there was one (a refusal carries the gateway's
+        /// codes: pairing required, token mismatch).
+        error: Option<GatewayError>,
     },
     /// Final: [`GatewayError::Closed`] or [`GatewayError::Stopped`].
     Stopped(GatewayError),
@@ -208,17 +232,30 @@ enum LinkState {
 impl GatewayClient {
     /// Opens the connection and completes the handshake, or returns why it could not.
     pub async fn connect(options: ClientOptions) -> Result<GatewayClient, GatewayError> {
-        let established = handshake(&options).await?;
+        let established = connect_once(&options).await?;
+        let (client, shared) = Self::unstarted(options);
+        let first = install_link(&shared, established);
+        tokio::spawn(supervise(shared, Some(first)));
+        Ok(client)
+    }
+
+    /// Starts connecting in the background and returns at once: for a long-running node whose
+    /// gateway may not be up yet. [`status`](Self::status) and the event stream tell how it goes.
+    pub fn start(options: ClientOptions) -> GatewayClient {
+        let (client, shared) = Self::unstarted(options);
+        tokio::spawn(supervise(shared, None));
+        client
+    }
+
+    fn unstarted(options: ClientOptions) -> (GatewayClient, Arc<Shared>) {
         let (events, _) = broadcast::channel(options.event_buffer.max(1));
         let shared = Arc::new(Shared {
             options,
-            state: watch::Sender::new(LinkState::Down { last_error: "connecting".to_owned() }),
+            state: watch::Sender::new(LinkState::Down { last_error: "connecting".to_owned(), error: None }),
             events: Mutex::new(Some(events)),
             shutdown: CancellationToken::new(),
         });
-        let first = install_link(&shared, established);
-        tokio::spawn(supervise(shared.clone(), first));
-        Ok(GatewayClient { _owner: Arc::new(CloseOnDrop(shared.shutdown.clone())), shared })
+        (GatewayClient { _owner: Arc::new(CloseOnDrop(shared.shutdown.clone())), shared: shared.clone() }, shared)
     }
 
     /// Calls `method` with `params` (anything serializable; `Value::Null` or `()` sends no
@@ -290,6 +327,24 @@ impl GatewayClient {
         }
     }
 
+    /// Where the connection stands right now.
+    pub fn status(&self) -> LinkStatus {
+        match &*self.shared.state.borrow() {
+            LinkState::Up(link) => LinkStatus::Connected(link.hello.clone()),
+            LinkState::Down { last_error, error } => {
+                LinkStatus::Connecting { last_error: last_error.clone(), error: error.clone() }
+            }
+            LinkState::Stopped(error) => LinkStatus::Stopped(error.clone()),
+        }
+    }
+
+    /// Resolves at the next change of [`status`](Self::status) (or when the client is gone).
+    pub async fn status_changed(&self) {
+        let mut state = self.shared.state.subscribe();
+        state.borrow_and_update();
+        let _ = state.changed().await;
+    }
+
     pub fn is_connected(&self) -> bool {
         matches!(&*self.shared.state.borrow(), LinkState::Up(_))
     }
@@ -325,7 +380,7 @@ impl GatewayClient {
             Ok(Err(_)) => Err(GatewayError::Closed),
             Err(_) => {
                 let last_error = match &*self.shared.state.borrow() {
-                    LinkState::Down { last_error } => last_error.clone(),
+                    LinkState::Down { last_error, .. } => last_error.clone(),
                     _ => "unknown".to_owned(),
                 };
                 Err(GatewayError::NotConnected { method: method.to_owned(), waited: started.elapsed(), last_error })
@@ -472,11 +527,13 @@ impl Drop for StopOnExit {
     }
 }
 
-async fn supervise(shared: Arc<Shared>, first: Installed) {
+async fn supervise(shared: Arc<Shared>, first: Option<Installed>) {
     let _stop = StopOnExit(shared.clone());
     let mut backoff = Backoff::new(shared.options.backoff);
-    let mut current = Some(first);
+    let mut current = first;
     let mut retry_after = None;
+    // A background start tries at once; later attempts wait for the backoff.
+    let mut wait = current.is_some();
     loop {
         if let Some(installed) = current.take() {
             backoff.reset();
@@ -488,7 +545,7 @@ async fn supervise(shared: Arc<Shared>, first: Installed) {
             }
             let reason = end.describe();
             warn!(url = %shared.options.url, %reason, "gateway connection lost; reconnecting");
-            shared.state.send_replace(LinkState::Down { last_error: reason.clone() });
+            shared.state.send_replace(LinkState::Down { last_error: reason.clone(), error: None });
             link.end(&reason, |method| GatewayError::Disconnected {
                 method: method.to_owned(),
                 reason: reason.clone(),
@@ -496,13 +553,16 @@ async fn supervise(shared: Arc<Shared>, first: Installed) {
             shared.emit(GatewayEvent::Disconnected { reason });
         }
 
-        let delay = backoff.next_delay().max(retry_after.take().unwrap_or_default());
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = shared.shutdown.cancelled() => break,
+        if wait {
+            let delay = backoff.next_delay().max(retry_after.take().unwrap_or_default());
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = shared.shutdown.cancelled() => break,
+            }
         }
+        wait = true;
         let attempt = tokio::select! {
-            attempt = handshake(&shared.options) => attempt,
+            attempt = connect_once(&shared.options) => attempt,
             () = shared.shutdown.cancelled() => break,
         };
         match attempt {
@@ -512,18 +572,53 @@ async fn supervise(shared: Arc<Shared>, first: Installed) {
                 shared.emit(GatewayEvent::Reconnected { hello: installed.link.hello.clone() });
                 current = Some(installed);
             }
-            Err(error) if error.is_terminal() => {
+            Err(error) if error.is_terminal() && !(shared.options.persistent && error.is_refusal()) => {
                 warn!(url = %shared.options.url, %error, "the gateway refused the reconnect; giving up");
                 shared.stop(GatewayError::Stopped(Box::new(error)));
                 break;
             }
             Err(error) => {
-                debug!(url = %shared.options.url, %error, "reconnect attempt failed");
+                if error.is_terminal() {
+                    warn!(url = %shared.options.url, %error, "the gateway refused the connection; retrying");
+                } else {
+                    debug!(url = %shared.options.url, %error, "connect attempt failed");
+                }
                 retry_after = error.retry_after();
-                shared.state.send_replace(LinkState::Down { last_error: error.to_string() });
+                shared.state.send_replace(LinkState::Down { last_error: error.to_string(), error: Some(error) });
             }
         }
     }
+}
+
+/// One handshake; when the gateway refuses the shared secret but offers the device-token path
+/// (`canRetryWithDeviceToken`, after a token rotation), a second one with the saved device
+/// token. A token the gateway issues is saved for next time.
+async fn connect_once(options: &ClientOptions) -> Result<Established, GatewayError> {
+    let store = options.device_tokens.as_deref();
+    let established = match handshake(options).await {
+        Err(GatewayError::ConnectRejected { error, .. }) if may_retry_with_device_token(&error) && store.is_some() => {
+            let saved = store.and_then(DeviceTokenStore::load).filter(|_| options.auth.device_token.is_none());
+            let Some(token) = saved else {
+                return Err(GatewayError::ConnectRejected { url: options.url.clone(), error });
+            };
+            info!(url = %options.url, "the gateway refused the shared secret; retrying with this device's token");
+            let mut retry = options.clone();
+            retry.auth.device_token = Some(token);
+            handshake(&retry).await?
+        }
+        other => other?,
+    };
+    if let (Some(store), Some(token)) = (store, established.hello.auth.device_token.as_ref())
+        && let Err(error) = store.save(token)
+    {
+        warn!(path = %store.path().display(), %error, "cannot save the device token the gateway issued");
+    }
+    Ok(established)
+}
+
+fn may_retry_with_device_token(error: &ErrorShape) -> bool {
+    let details = error.details.as_ref();
+    details.and_then(|d| d.get("canRetryWithDeviceToken")).and_then(Value::as_bool) == Some(true)
 }
 
 /// Why a link ended.

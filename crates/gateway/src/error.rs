@@ -122,6 +122,13 @@ impl GatewayError {
         }
     }
 
+    /// A refusal by the gateway itself (credentials, pairing, a policy close), as opposed to a
+    /// broken URL or protocol: what a persistent node keeps retrying, because the operator can
+    /// resolve it (approve the device, fix the token) without restarting us.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, GatewayError::ConnectRejected { .. } | GatewayError::HandshakeClosed { .. })
+    }
+
     /// `retryAfterMs` from a refused connect, the earliest the gateway wants to see us again.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

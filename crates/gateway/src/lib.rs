@@ -10,6 +10,8 @@
 //! - [`client`]: [`GatewayClient`], one logical connection: request correlation, the event
 //!   stream, the tick watchdog, payload limits and reconnection with backoff.
 //! - `handshake` (private): upgrade, `connect.challenge`, `connect`, `hello-ok` for one socket.
+//! - [`device_token`]: the device token a gateway issues, kept so a rotated shared token does
+//!   not cost a re-pairing.
 //! - [`backoff`]: the reconnect delay schedule (exponential with jitter).
 //! - [`events`]: what subscribers receive, including the disconnect/reconnect markers.
 //! - [`http`]: `POST /tools/invoke` with one wall-clock deadline.
@@ -22,6 +24,7 @@
 pub mod backoff;
 pub mod client;
 pub mod config;
+pub mod device_token;
 pub mod error;
 pub mod events;
 pub mod frames;
@@ -31,8 +34,9 @@ pub mod identity;
 pub mod secret;
 
 pub use backoff::BackoffPolicy;
-pub use client::{ClientOptions, GatewayClient, RequestOptions};
+pub use client::{ClientOptions, GatewayClient, LinkStatus, RequestOptions};
 pub use config::{ConnectOverrides, Credentials, Env, GatewayTarget, LoadedConfig, UrlSource};
+pub use device_token::DeviceTokenStore;
 pub use error::{ConfigError, GatewayError, IdentityError, InvokeError};
 pub use events::{EventSubscription, GatewayEvent};
 pub use frames::{ClientInfo, ErrorShape, EventFrame, HelloOk, PROTOCOL_VERSION, Role};

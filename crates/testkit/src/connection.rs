@@ -109,10 +109,11 @@ where
             refuse(socket, &id, error, 1008).await;
             return None;
         }
-        match handshake::admit(&frame["params"], nonce, &state.config, now_ms(), |t| state.device_token_known(t)) {
+        let config = state.admission_config();
+        match handshake::admit(&frame["params"], nonce, &config, now_ms(), |t| state.device_token_known(t)) {
             Ok(admitted) => {
                 let device_token = admitted.device_id.as_ref().map(|_| state.issue_device_token());
-                let hello = handshake::hello_ok(&state.config, &admitted, conn, device_token.as_deref());
+                let hello = handshake::hello_ok(&config, &admitted, conn, device_token.as_deref());
                 let response = json!({"type":"res","id":id,"ok":true,"payload":hello});
                 socket.send(Message::text(response.to_string())).await.ok()?;
                 return Some(admitted);

@@ -30,7 +30,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tracing::debug;
 
-use crate::config::FakeConfig;
+use crate::config::{FakeAuth, FakeConfig};
 use crate::connection::{self, Control};
 use crate::reply::{Reply, ToolReply, gateway_error};
 use crate::tools_http;
@@ -86,6 +86,8 @@ pub(crate) struct State {
     pub(crate) ticks: AtomicBool,
     accepting: AtomicBool,
     refusal: Mutex<Option<Value>>,
+    /// The shared token after [`FakeGateway::rotate_token`], replacing `config.auth`.
+    rotated_token: Mutex<Option<String>>,
     handshakes: AtomicU64,
     connect_attempts: AtomicU64,
     /// Bumped on every recorded change so waiters re-check.
@@ -149,6 +151,14 @@ impl State {
 
     pub(crate) fn refusal(&self) -> Option<Value> {
         lock(&self.refusal).clone()
+    }
+
+    /// The admission config now: `config`, with the shared token rotated if it was.
+    pub(crate) fn admission_config(&self) -> std::borrow::Cow<'_, FakeConfig> {
+        match lock(&self.rotated_token).clone() {
+            Some(token) => std::borrow::Cow::Owned(FakeConfig { auth: FakeAuth::Token(token), ..self.config.clone() }),
+            None => std::borrow::Cow::Borrowed(&self.config),
+        }
     }
 
     pub(crate) fn issue_device_token(&self) -> String {
@@ -227,6 +237,7 @@ impl FakeGateway {
             device_tokens: Mutex::default(),
             accepting: AtomicBool::new(true),
             refusal: Mutex::default(),
+            rotated_token: Mutex::default(),
             handshakes: AtomicU64::new(0),
             connect_attempts: AtomicU64::new(0),
             version: watch::Sender::new(0),
@@ -278,6 +289,14 @@ impl FakeGateway {
     /// Closes every connection with 1012 "service restart" and keeps accepting new ones.
     pub fn restart(&self) -> usize {
         self.state.broadcast(|| Control::Close(1012, "service restart".to_owned()))
+    }
+
+    /// Changes the shared token as a hot-reloaded `gateway.auth.token` does: every connection is
+    /// closed with 4001 "gateway auth changed", and later connects need the new token (or a
+    /// device token this fake issued). Returns how many connections were closed.
+    pub fn rotate_token(&self, token: &str) -> usize {
+        *lock(&self.state.rotated_token) = Some(token.to_owned());
+        self.state.broadcast(|| Control::Close(4001, "gateway auth changed".to_owned()))
     }
 
     /// Drops every connection without a close frame.

@@ -164,6 +164,9 @@ pub fn admit(
             let offered = secret("token").or_else(|| secret("password"));
             match offered {
                 Some(offered) if offered == expected => "token",
+                // A device the gateway knows may come back with the token it was issued (the
+                // real gateway's answer after a token rotation, gateway-live-probes 2.8).
+                Some(_) if device_id.is_some() => return Err(token_mismatch_retry_with_device_token()),
                 Some(_) => return Err(token_mismatch()),
                 None => {
                     return Err(Refusal::new(
@@ -200,6 +203,15 @@ pub fn token_mismatch() -> Refusal {
         "unauthorized: gateway token mismatch (use this gateway's gateway.auth.token or pair the device)",
         Some(json!({"code":"AUTH_TOKEN_MISMATCH","authReason":"token_mismatch",
                     "canRetryWithDeviceToken":false,"recommendedNextStep":"update_auth_credentials"})),
+    )
+}
+
+pub fn token_mismatch_retry_with_device_token() -> Refusal {
+    Refusal::new(
+        "INVALID_REQUEST",
+        "unauthorized: gateway token mismatch (provide gateway auth token)",
+        Some(json!({"code":"AUTH_TOKEN_MISMATCH","authReason":"token_mismatch",
+                    "canRetryWithDeviceToken":true,"recommendedNextStep":"retry_with_device_token"})),
     )
 }
 

@@ -8,6 +8,7 @@
 mod config;
 mod connection;
 mod faults;
+mod persistent;
 mod requests;
 mod support;
 mod tools_invoke;

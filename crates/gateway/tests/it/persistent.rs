@@ -1,0 +1,123 @@
+//! A node's connection: started in the background, kept through refusals an operator resolves,
+//! and back in after a shared-token rotation with the device token the gateway issued.
+
+use std::sync::Arc;
+
+use clawmcp_gateway::{ClientOptions, DeviceIdentity, DeviceTokenStore, GatewayClient, LinkStatus, Role};
+use clawmcp_testkit::{FakeGateway, gateway_error};
+use serde_json::json;
+
+use crate::support::{TOKEN, token_credentials, within};
+
+fn node_options(fake: &FakeGateway, dir: &std::path::Path) -> ClientOptions {
+    let identity = Arc::new(DeviceIdentity::load_or_create(dir).unwrap());
+    let mut options = ClientOptions::node(fake.url(), &token_credentials(TOKEN), identity);
+    options.persistent = true;
+    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(dir, &fake.url(), Role::Node)));
+    options
+}
+
+async fn until_connected(client: &GatewayClient) {
+    within(async {
+        while !client.is_connected() {
+            client.status_changed().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_background_start_waits_for_a_gateway_that_is_not_up_yet() {
+    let fake = FakeGateway::start().await;
+    fake.set_accepting(false);
+    let dir = tempfile::tempdir().unwrap();
+    let client = GatewayClient::start(node_options(&fake, dir.path()));
+    within(async {
+        while fake.connect_attempts() == 0 && !matches!(client.status(), LinkStatus::Connecting { error: Some(_), .. })
+        {
+            client.status_changed().await;
+        }
+    })
+    .await;
+    assert!(matches!(client.status(), LinkStatus::Connecting { .. }), "{:?}", client.status());
+    fake.set_accepting(true);
+    until_connected(&client).await;
+    client.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn pairing_required_is_retried_and_reported_with_the_request_id() {
+    let fake = FakeGateway::start().await;
+    let refusal = gateway_error(
+        "NOT_PAIRED",
+        "pairing required: device is not approved yet",
+        Some(json!({"code":"PAIRING_REQUIRED","reason":"not-paired","requestId":"req-42"})),
+    );
+    fake.refuse_auth(Some(refusal));
+    let dir = tempfile::tempdir().unwrap();
+    let client = GatewayClient::start(node_options(&fake, dir.path()));
+    let error = within(async {
+        loop {
+            if let LinkStatus::Connecting { error: Some(error), .. } = client.status() {
+                break error;
+            }
+            client.status_changed().await;
+        }
+    })
+    .await;
+    assert_eq!(error.detail_code(), Some("PAIRING_REQUIRED"));
+    assert_eq!(error.error_shape().unwrap().details.as_ref().unwrap()["requestId"], "req-42");
+    // Still trying: a second attempt arrives, and approval lets the next one in.
+    within(async {
+        while fake.connect_attempts() < 2 {
+            client.status_changed().await;
+        }
+    })
+    .await;
+    fake.refuse_auth(None);
+    until_connected(&client).await;
+    client.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rotated_shared_token_is_survived_with_the_saved_device_token() {
+    let fake = FakeGateway::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = within(GatewayClient::connect(node_options(&fake, dir.path()))).await.unwrap();
+    let issued = client.hello().unwrap().auth.device_token.clone().expect("the fake issues a device token");
+    let store = DeviceTokenStore::new(dir.path(), &fake.url(), Role::Node);
+    assert_eq!(store.load().unwrap(), issued, "the issued device token is saved");
+
+    assert_eq!(fake.rotate_token("a-new-shared-token"), 1);
+    within(async {
+        while fake.handshakes() < 2 {
+            client.status_changed().await;
+        }
+    })
+    .await;
+    until_connected(&client).await;
+    assert_eq!(client.hello().unwrap().auth.method.as_deref(), Some("device-token"));
+    let connects = fake.requests("connect");
+    let retry = connects.last().unwrap();
+    assert_eq!(retry["auth"]["token"], TOKEN, "the stale token is still sent, as the real node host does");
+    assert_eq!(retry["auth"]["deviceToken"], issued.expose());
+    assert_eq!(connects.len(), 3, "first connect, the refused stale one, the device-token retry");
+    client.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_non_persistent_client_still_stops_on_a_refusal() {
+    let fake = FakeGateway::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = node_options(&fake, dir.path());
+    options.persistent = false;
+    let client = within(GatewayClient::connect(options)).await.unwrap();
+    fake.refuse_auth(Some(gateway_error("NOT_PAIRED", "pairing required", None)));
+    fake.restart();
+    within(async {
+        while !matches!(client.status(), LinkStatus::Stopped(_)) {
+            client.status_changed().await;
+        }
+    })
+    .await;
+}
