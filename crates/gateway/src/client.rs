@@ -177,6 +177,34 @@ pub enum LinkStatus {
     Stopped(GatewayError),
 }
 
+impl LinkStatus {
+    fn of(state: &LinkState) -> LinkStatus {
+        match state {
+            LinkState::Up(link) => LinkStatus::Connected(link.hello.clone()),
+            LinkState::Down { last_error, error } => {
+                LinkStatus::Connecting { last_error: last_error.clone(), error: error.clone() }
+            }
+            LinkState::Stopped(error) => LinkStatus::Stopped(error.clone()),
+        }
+    }
+}
+
+/// Changes of a client's [`LinkStatus`], from [`GatewayClient::watch_status`].
+pub struct StatusWatch(watch::Receiver<LinkState>);
+
+impl StatusWatch {
+    /// Waits for a change since the last [`current`](Self::current) (or since the watch was
+    /// made); `false` once the client is gone.
+    pub async fn changed(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
+
+    /// The status now, marking it seen.
+    pub fn current(&mut self) -> LinkStatus {
+        LinkStatus::of(&self.0.borrow_and_update())
+    }
+}
+
 /// Per-call knobs for [`GatewayClient::request_with`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestOptions {
@@ -329,20 +357,12 @@ impl GatewayClient {
 
     /// Where the connection stands right now.
     pub fn status(&self) -> LinkStatus {
-        match &*self.shared.state.borrow() {
-            LinkState::Up(link) => LinkStatus::Connected(link.hello.clone()),
-            LinkState::Down { last_error, error } => {
-                LinkStatus::Connecting { last_error: last_error.clone(), error: error.clone() }
-            }
-            LinkState::Stopped(error) => LinkStatus::Stopped(error.clone()),
-        }
+        LinkStatus::of(&self.shared.state.borrow())
     }
 
-    /// Resolves at the next change of [`status`](Self::status) (or when the client is gone).
-    pub async fn status_changed(&self) {
-        let mut state = self.shared.state.subscribe();
-        state.borrow_and_update();
-        let _ = state.changed().await;
+    /// A watch on [`status`](Self::status): changes after this call are never missed.
+    pub fn watch_status(&self) -> StatusWatch {
+        StatusWatch(self.shared.state.subscribe())
     }
 
     pub fn is_connected(&self) -> bool {

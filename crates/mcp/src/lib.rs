@@ -40,7 +40,7 @@ pub use server::{
     CANCELLED, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
     VersionRule, WireStyle,
 };
-pub use tool::{Handler, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet};
+pub use tool::{Handler, NodeEvent, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet, Unserved};
 pub use tool_filter::{ToolFilter, ToolFilterError};
 pub use types::{
     CallContext, Content, EmbeddedResource, FrameSink, Progress, Rendered, ResultFrame, Schema, Tool, ToolAnnotations,

@@ -29,6 +29,16 @@ pub struct ToolOutput {
     /// The gateway's `payloadJSON` when it differs from `payload` (upstream shapes carry an
     /// image inline as base64, where MCP gets an image block).
     pub gateway: Option<Value>,
+    /// Node events (`node.event {event, payloadJSON}`) the gateway transport sends before the
+    /// result, as the real node host does (`system.run` -> `exec.finished`). MCP ignores them.
+    pub gateway_events: Vec<NodeEvent>,
+}
+
+/// One node event for the gateway: its name and payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeEvent {
+    pub event: &'static str,
+    pub payload: Value,
 }
 
 impl From<Value> for ToolOutput {
@@ -52,6 +62,12 @@ impl ToolOutput {
     /// `self` with the gateway's payload set apart from the MCP one.
     pub fn with_gateway_payload(mut self, payload: Value) -> Self {
         self.gateway = Some(payload);
+        self
+    }
+
+    /// `self` with a node event for the gateway.
+    pub fn with_gateway_event(mut self, event: &'static str, payload: Value) -> Self {
+        self.gateway_events.push(NodeEvent { event, payload });
         self
     }
 
@@ -186,6 +202,15 @@ impl<I: 'static> ToolDef<I> {
     }
 }
 
+/// Why a call reaches no tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unserved {
+    /// No tool has the name.
+    Unknown,
+    /// The surface's tool filter (`--tools`) leaves it out.
+    Filtered,
+}
+
 /// A surface's tools in published order: listing, filtering and lookup derive from it alone.
 /// Tools may be added while serving; the next list shows them.
 pub struct ToolSet<I> {
@@ -221,12 +246,7 @@ impl<I: 'static> ToolSet<I> {
 
     /// The `tools/list` entries of [`ToolSet::listed`].
     pub fn list(&self, filter: &ToolFilter) -> Vec<Tool> {
-        let tools = self.tools.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tools
-            .iter()
-            .filter(|tool| tool.is_listed() && filter.allows(tool.name()))
-            .map(|tool| (*tool.tool).clone())
-            .collect()
+        self.listed(filter).iter().map(|tool| tool.tool().clone()).collect()
     }
 
     /// The tool named exactly `name` (case-sensitive, as MCP tool names are), listed or not.
@@ -242,6 +262,16 @@ impl<I: 'static> ToolSet<I> {
         filter.unmatched(tools.iter().map(ToolDef::name))
     }
 
+    /// The tool a call named `name` reaches through `filter`, on every transport: unknown, or
+    /// outside the filter, or the tool (listed or switched off: its handler explains a switch).
+    pub fn served(&self, name: &str, filter: &ToolFilter) -> Result<ToolDef<I>, Unserved> {
+        let tool = self.find(name).ok_or(Unserved::Unknown)?;
+        match filter.allows(name) {
+            true => Ok(tool),
+            false => Err(Unserved::Filtered),
+        }
+    }
+
     /// One `tools/call`: an unknown name is a tool error naming it, a name `filter` does not
     /// allow gets `refused(name)`, anything else runs and is rendered for MCP.
     pub async fn call_mcp(
@@ -252,11 +282,11 @@ impl<I: 'static> ToolSet<I> {
         filter: &ToolFilter,
         refused: impl FnOnce(&str) -> String,
     ) -> ToolResult {
-        let Some(tool) = self.find(name) else { return ToolResult::error(format!("Unknown tool: {name}")) };
-        if !filter.allows(name) {
-            return ToolResult::error(refused(name));
+        match self.served(name, filter) {
+            Ok(tool) => tool.call_mcp(input, ctx).await,
+            Err(Unserved::Unknown) => ToolResult::error(format!("Unknown tool: {name}")),
+            Err(Unserved::Filtered) => ToolResult::error(refused(name)),
         }
-        tool.call_mcp(input, ctx).await
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use clawmcp_mcp::{CallContext, McpService, RpcError, Tool, ToolResult, ToolSet};
+use clawmcp_mcp::{CallContext, McpService, RpcError, Tool, ToolResult, ToolSet, Unserved};
 pub use clawmcp_mcp::{ToolFilter, ToolFilterError};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
@@ -62,6 +62,16 @@ impl Registry {
     /// The commands listed right now.
     pub fn listed(&self) -> Vec<Command> {
         self.commands.listed(&ToolFilter::all())
+    }
+
+    /// The commands listed right now that `filter` allows.
+    pub fn listed_through(&self, filter: &ToolFilter) -> Vec<Command> {
+        self.commands.listed(filter)
+    }
+
+    /// The command a call named `name` reaches through `filter` (see [`ToolSet::served`]).
+    pub fn served(&self, name: &str, filter: &ToolFilter) -> Result<Command, Unserved> {
+        self.commands.served(name, filter)
     }
 
     /// The categories served right now, in registration order (the gateway's `caps`).

@@ -17,13 +17,23 @@ fn node_options(fake: &FakeGateway, dir: &std::path::Path) -> ClientOptions {
     options
 }
 
-async fn until_connected(client: &GatewayClient) {
+/// Waits (bounded) until `done` holds, re-checking at every status change.
+async fn until(client: &GatewayClient, done: impl Fn() -> bool) {
+    let mut watch = client.watch_status();
     within(async {
-        while !client.is_connected() {
-            client.status_changed().await;
+        while !done() {
+            if !watch.changed().await {
+                // The client is gone; state is final, and `done` gets a last look.
+                assert!(done(), "the client stopped first");
+                return;
+            }
         }
     })
     .await;
+}
+
+async fn until_connected(client: &GatewayClient) {
+    until(client, || client.is_connected()).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -32,14 +42,8 @@ async fn a_background_start_waits_for_a_gateway_that_is_not_up_yet() {
     fake.set_accepting(false);
     let dir = tempfile::tempdir().unwrap();
     let client = GatewayClient::start(node_options(&fake, dir.path()));
-    within(async {
-        while fake.connect_attempts() == 0 && !matches!(client.status(), LinkStatus::Connecting { error: Some(_), .. })
-        {
-            client.status_changed().await;
-        }
-    })
-    .await;
-    assert!(matches!(client.status(), LinkStatus::Connecting { .. }), "{:?}", client.status());
+    // The refused upgrade is an error of the first attempt; the client keeps trying.
+    until(&client, || matches!(client.status(), LinkStatus::Connecting { error: Some(_), .. })).await;
     fake.set_accepting(true);
     until_connected(&client).await;
     client.close().await;
@@ -56,24 +60,12 @@ async fn pairing_required_is_retried_and_reported_with_the_request_id() {
     fake.refuse_auth(Some(refusal));
     let dir = tempfile::tempdir().unwrap();
     let client = GatewayClient::start(node_options(&fake, dir.path()));
-    let error = within(async {
-        loop {
-            if let LinkStatus::Connecting { error: Some(error), .. } = client.status() {
-                break error;
-            }
-            client.status_changed().await;
-        }
-    })
-    .await;
+    until(&client, || matches!(client.status(), LinkStatus::Connecting { error: Some(_), .. })).await;
+    let LinkStatus::Connecting { error: Some(error), .. } = client.status() else { unreachable!() };
     assert_eq!(error.detail_code(), Some("PAIRING_REQUIRED"));
     assert_eq!(error.error_shape().unwrap().details.as_ref().unwrap()["requestId"], "req-42");
     // Still trying: a second attempt arrives, and approval lets the next one in.
-    within(async {
-        while fake.connect_attempts() < 2 {
-            client.status_changed().await;
-        }
-    })
-    .await;
+    until(&client, || fake.connect_attempts() >= 2).await;
     fake.refuse_auth(None);
     until_connected(&client).await;
     client.close().await;
@@ -89,13 +81,7 @@ async fn a_rotated_shared_token_is_survived_with_the_saved_device_token() {
     assert_eq!(store.load().unwrap(), issued, "the issued device token is saved");
 
     assert_eq!(fake.rotate_token("a-new-shared-token"), 1);
-    within(async {
-        while fake.handshakes() < 2 {
-            client.status_changed().await;
-        }
-    })
-    .await;
-    until_connected(&client).await;
+    until(&client, || fake.handshakes() >= 2 && client.is_connected()).await;
     assert_eq!(client.hello().unwrap().auth.method.as_deref(), Some("device-token"));
     let connects = fake.requests("connect");
     let retry = connects.last().unwrap();
@@ -114,10 +100,5 @@ async fn a_non_persistent_client_still_stops_on_a_refusal() {
     let client = within(GatewayClient::connect(options)).await.unwrap();
     fake.refuse_auth(Some(gateway_error("NOT_PAIRED", "pairing required", None)));
     fake.restart();
-    within(async {
-        while !matches!(client.status(), LinkStatus::Stopped(_)) {
-            client.status_changed().await;
-        }
-    })
-    .await;
+    until(&client, || matches!(client.status(), LinkStatus::Stopped(_))).await;
 }

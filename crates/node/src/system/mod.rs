@@ -49,7 +49,7 @@ impl SystemCapability {
             notify::command_spec().with_handler(|request, _ctx| async move { notify::notify(&request.args).await });
         let run = {
             let (settings, approvals) = (settings.clone(), approvals.clone());
-            run::command_spec().with_handler(move |request, ctx| {
+            run::command_spec().with_output_handler(move |request, ctx| {
                 let (settings, approvals) = (settings.clone(), approvals.clone());
                 async move {
                     run::ensure_enabled(&settings)?;

@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use clawmcp_mcp::ToolAnnotations;
 use clawmcp_mcp::wire_size::{self, Nesting};
+use clawmcp_mcp::{ToolAnnotations, ToolOutcome, ToolOutput};
 use clawmcp_process::{
     self as process, CapturedStream, Containment, Launch, MAX_CAPTURED_BYTES, ProcessError, ProcessOutcome,
 };
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::request::{self, InvalidRun, run_arguments_schema};
 use super::sandbox;
 use crate::approvals::{Denial, DenialCode, ExecApprovals};
-use crate::capability::{CapabilityError, CommandSpec, InvokeResult};
+use crate::capability::{CapabilityError, CommandSpec};
 use crate::settings::{LiveSettings, SandboxSettings};
 
 /// The error of every `system.run*` call while the "Run system tools" switch is off.
@@ -76,7 +76,8 @@ pub async fn invoke(
     args: &Map<String, Value>,
     session_key: Option<String>,
     cancel: &CancellationToken,
-) -> InvokeResult {
+) -> ToolOutcome {
+    let run_id = args.get("runId").and_then(Value::as_str).map(str::to_owned);
     let run = request::validate(args, session_key).map_err(validation_failure)?;
     let authorization = match approvals.authorize(&run.request, cancel).await {
         Ok(authorization) => authorization,
@@ -107,10 +108,14 @@ pub async fn invoke(
         Ok(outcome) => {
             let note = containment.as_ref().and_then(|containment| sandbox_note(containment, &sandbox, &outcome));
             let mut result = payload(outcome);
-            if let (Some(note), Value::Object(fields)) = (note, &mut result) {
-                fields.insert("sandbox".into(), note.into());
+            if let Some(note) = note {
+                result.insert("sandbox".into(), note.into());
             }
-            Ok(result)
+            let finished = exec_finished(&run.request, run_id, &result);
+            let gateway = gateway_payload(&result);
+            Ok(ToolOutput::from(Value::Object(result))
+                .with_gateway_payload(gateway)
+                .with_gateway_event(EXEC_FINISHED, finished))
         }
         Err(ProcessError::Cancelled) => Err(clawmcp_mcp::CANCELLED.into()),
         Err(error @ ProcessError::Containment { .. }) => Err(format!(
@@ -129,6 +134,46 @@ pub async fn invoke(
         .into()),
         Err(error @ ProcessError::Wait { .. }) => Err(format!("Execution failed: {error}.").into()),
     }
+}
+
+/// The node event the real node host sends to the gateway after a run; it wakes the agent's
+/// node session with the output.
+pub const EXEC_FINISHED: &str = "exec.finished";
+
+/// The most characters of output `exec.finished` carries (the agent reads the full result from
+/// the invoke; the event is a wake-up note).
+const EXEC_FINISHED_OUTPUT_CHARS: usize = 4000;
+
+/// `exec.finished`: `{sessionKey, runId, host:"node", command, exitCode, timedOut, success,
+/// output, suppressNotifyOnExit}` as upstream sends it (`sessionKey` "node" without a session).
+fn exec_finished(request: &crate::approvals::RunRequest, run_id: Option<String>, result: &Map<String, Value>) -> Value {
+    let text = |key: &str| result.get(key).and_then(Value::as_str).unwrap_or_default();
+    let output =
+        [text("stdout"), text("stderr")].iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect::<Vec<_>>();
+    let output = output.join("\n");
+    let skip = output.chars().count().saturating_sub(EXEC_FINISHED_OUTPUT_CHARS);
+    let command = request.raw_command.clone().unwrap_or_else(|| crate::command_text::gateway_command(&request.argv));
+    serde_json::json!({
+        "sessionKey": request.session_key.as_deref().unwrap_or("node"),
+        "runId": run_id,
+        "host": "node",
+        "command": command,
+        "exitCode": result.get("exitCode"),
+        "timedOut": result.get("timedOut"),
+        "success": result.get("success"),
+        "output": output.chars().skip(skip).collect::<String>(),
+        "suppressNotifyOnExit": false,
+    })
+}
+
+/// The gateway's payload: the real node host's keys `{exitCode, timedOut, success, stdout,
+/// stderr, error}` (its exec tool parses exactly these), plus our truncation and sandbox notes
+/// when there are any. `durationMs` stays on the MCP side.
+fn gateway_payload(result: &Map<String, Value>) -> Value {
+    let mut gateway = result.clone();
+    gateway.remove("durationMs");
+    gateway.insert("error".into(), Value::Null);
+    Value::Object(gateway)
 }
 
 /// The containment of a run in `cwd` (the node's own working directory when the call names none).
@@ -193,7 +238,7 @@ pub const MAX_RESULT_WIRE_BYTES: usize = 4 * 1024 * 1024;
 /// A stream is cut twice if need be: at [`MAX_CAPTURED_BYTES`] read (the process crate), then at
 /// [`MAX_STREAM_WIRE_BYTES`] encoded, which only output full of characters JSON escapes (NUL,
 /// control bytes, binary decoded lossily) reaches before the first cut.
-fn payload(outcome: ProcessOutcome) -> Value {
+fn payload(outcome: ProcessOutcome) -> Map<String, Value> {
     let mut result = Map::new();
     let stdout = fit_to_wire(&outcome.stdout);
     let stderr = fit_to_wire(&outcome.stderr);
@@ -214,7 +259,7 @@ fn payload(outcome: ProcessOutcome) -> Value {
         notes.push("redirect large output to a file and read it in parts".into());
         result.insert("note".into(), notes.join("; ").into());
     }
-    Value::Object(result)
+    result
 }
 
 /// A stream's text as it goes on the wire.
@@ -271,11 +316,38 @@ mod tests {
     #[test]
     fn success_needs_exit_zero_and_no_timeout() {
         assert_eq!(
-            payload(outcome(0, false, text("hi\n"))),
+            Value::Object(payload(outcome(0, false, text("hi\n")))),
             json!({"stdout": "hi\n", "stderr": "", "exitCode": 0, "timedOut": false, "success": true, "durationMs": 12})
         );
         assert_eq!(payload(outcome(42, false, text("")))["success"], false);
         assert_eq!(payload(outcome(0, true, text("")))["success"], false);
+    }
+
+    #[test]
+    fn the_gateway_gets_the_real_node_hosts_keys_and_an_exec_finished_note() {
+        let result = payload(outcome(0, false, text("hi\n")));
+        assert_eq!(
+            gateway_payload(&result),
+            json!({"stdout": "hi\n", "stderr": "", "exitCode": 0, "timedOut": false, "success": true, "error": null})
+        );
+        let request = crate::approvals::RunRequest {
+            argv: vec!["echo".into(), "hi there".into()],
+            cwd: None,
+            raw_command: None,
+            agent_id: None,
+            session_key: None,
+        };
+        assert_eq!(
+            exec_finished(&request, Some("run-1".into()), &result),
+            json!({"sessionKey": "node", "runId": "run-1", "host": "node", "command": "echo \"hi there\"",
+                   "exitCode": 0, "timedOut": false, "success": true, "output": "hi", "suppressNotifyOnExit": false})
+        );
+        let mut long = payload(outcome(1, false, text(&"y".repeat(EXEC_FINISHED_OUTPUT_CHARS + 10))));
+        long.insert("stderr".into(), "boom\n".into());
+        let note = exec_finished(&request, None, &long);
+        let output = note["output"].as_str().unwrap();
+        assert_eq!(output.chars().count(), EXEC_FINISHED_OUTPUT_CHARS, "the tail, bounded");
+        assert!(output.ends_with("y\nboom"), "stdout then stderr: {}", &output[output.len() - 10..]);
     }
 
     #[test]

@@ -1,0 +1,232 @@
+//! What the node's gateway connection is doing, in the words an operator acts on: connected or
+//! not, paired or waiting for which approval, and the exact command that unblocks it.
+//!
+//! Two approvals stand between a new node and its first invoke (gateway-live-probes 2.2): the
+//! *device* (silently approved on loopback by default; otherwise the connect is refused
+//! `NOT_PAIRED` with a `requestId`, approved by `openclaw devices approve <requestId>`), then the
+//! *command surface* (`openclaw nodes approve <requestId>`; until then node methods fail with
+//! `PAIRING_CHANGED`, and the node is not told the request id, so the hint names
+//! `openclaw nodes pending`).
+
+use clawmcp_gateway::{GatewayError, LinkStatus};
+use serde::Serialize;
+
+/// The socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnectionState {
+    Connecting,
+    Connected,
+    Stopped,
+}
+
+/// Where the node stands with the gateway's operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pairing {
+    /// Not known yet (not connected since start).
+    Unknown,
+    /// The gateway refused the device until an operator approves it.
+    DevicePending,
+    /// Connected; the command surface awaits `openclaw nodes approve`.
+    Pending,
+    /// Invocable.
+    Approved,
+    /// The operator rejected the surface: connected, serving nothing until a new approval.
+    Rejected,
+}
+
+/// A snapshot of the node's gateway side (also written to the status file for `clawmcp node
+/// status`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayStatus {
+    pub url: String,
+    /// The gateway's name for this node: the device id.
+    pub node_id: String,
+    pub display_name: String,
+    pub state: ConnectionState,
+    pub pairing: Pairing,
+    /// The pending pairing request, when the gateway told us (device pairing only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The commands this node declares.
+    pub commands: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// What to do about the state, when something is needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Invocations answered since start.
+    pub invokes: u64,
+}
+
+impl GatewayStatus {
+    pub fn new(url: String, node_id: String, display_name: String, commands: Vec<String>) -> Self {
+        GatewayStatus {
+            url,
+            node_id,
+            display_name,
+            state: ConnectionState::Connecting,
+            pairing: Pairing::Unknown,
+            request_id: None,
+            commands,
+            last_error: None,
+            hint: None,
+            invokes: 0,
+        }
+    }
+
+    /// Takes in the client's link state (a connect refusal can move pairing).
+    pub fn observe_link(&mut self, link: &LinkStatus) {
+        match link {
+            LinkStatus::Connected(_) => {
+                self.state = ConnectionState::Connected;
+                self.last_error = None;
+                if self.pairing == Pairing::DevicePending {
+                    // The device got in; the surface is judged next.
+                    self.pairing = Pairing::Unknown;
+                    self.request_id = None;
+                }
+            }
+            LinkStatus::Connecting { last_error, error } => {
+                self.state = ConnectionState::Connecting;
+                self.last_error = (last_error != "connecting").then(|| last_error.clone());
+                if let Some(request_id) = error.as_ref().and_then(device_pairing_request) {
+                    self.pairing = Pairing::DevicePending;
+                    self.request_id = Some(request_id);
+                }
+            }
+            LinkStatus::Stopped(error) => {
+                self.state = ConnectionState::Stopped;
+                self.last_error = Some(error.to_string());
+            }
+        }
+        self.hint = self.compute_hint(link);
+    }
+
+    /// Takes in what a node method answered (the surface probe) or a `node.pair.resolved`.
+    pub fn observe_pairing(&mut self, pairing: Pairing) {
+        self.pairing = pairing;
+        if pairing != Pairing::DevicePending {
+            self.request_id = None;
+        }
+        self.hint = self.compute_hint_connected();
+    }
+
+    fn compute_hint(&self, link: &LinkStatus) -> Option<String> {
+        match link {
+            LinkStatus::Connected(_) => self.compute_hint_connected(),
+            LinkStatus::Connecting { error: Some(error), .. } | LinkStatus::Stopped(error) => {
+                Some(self.refusal_hint(error))
+            }
+            LinkStatus::Connecting { error: None, .. } => None,
+        }
+    }
+
+    fn compute_hint_connected(&self) -> Option<String> {
+        match self.pairing {
+            Pairing::Pending => Some(
+                "approve this node's commands on the gateway host: `openclaw nodes pending`, then `openclaw nodes \
+                 approve <requestId>` (this node retries on its own)"
+                    .to_owned(),
+            ),
+            Pairing::Rejected => Some(
+                "the operator rejected this node's commands; reconnect (`clawmcp node` restart) to ask again, then \
+                 `openclaw nodes approve <requestId>`"
+                    .to_owned(),
+            ),
+            Pairing::DevicePending => self.request_id.as_ref().map(|id| devices_approve(id)),
+            Pairing::Unknown | Pairing::Approved => None,
+        }
+    }
+
+    fn refusal_hint(&self, error: &GatewayError) -> String {
+        if let Some(request_id) = device_pairing_request(error) {
+            return devices_approve(&request_id);
+        }
+        match error.detail_code() {
+            Some("AUTH_TOKEN_MISMATCH" | "AUTH_TOKEN_MISSING") => format!(
+                "the gateway at {} refused the token: pass the gateway's `gateway.auth.token` with \
+                 --gateway-token-file FILE (or OPENCLAW_GATEWAY_TOKEN)",
+                self.url
+            ),
+            Some("AUTH_PASSWORD_MISMATCH" | "AUTH_PASSWORD_MISSING") => format!(
+                "the gateway at {} refused the password: pass `gateway.auth.password` with --gateway-password-file FILE",
+                self.url
+            ),
+            Some("PAIRING_REQUIRED") => "approve this device on the gateway host: `openclaw devices list`, then \
+                                         `openclaw devices approve <requestId>`"
+                .to_owned(),
+            _ => format!(
+                "is the gateway running at {}? (`openclaw gateway status` on its host); this node keeps retrying",
+                self.url
+            ),
+        }
+    }
+}
+
+fn devices_approve(request_id: &str) -> String {
+    format!(
+        "approve this device on the gateway host: `openclaw devices approve {request_id}` (this node retries on its own)"
+    )
+}
+
+/// The request id of a refused connect that waits for device pairing.
+fn device_pairing_request(error: &GatewayError) -> Option<String> {
+    let shape = error.error_shape()?;
+    if shape.code != "NOT_PAIRED" && shape.detail_code() != Some("PAIRING_REQUIRED") {
+        return None;
+    }
+    shape.details.as_ref()?.get("requestId")?.as_str().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use clawmcp_gateway::ErrorShape;
+    use serde_json::json;
+
+    use super::*;
+
+    fn refused(code: &str, details: serde_json::Value) -> LinkStatus {
+        let mut shape = ErrorShape::new(code, "refused");
+        shape.details = Some(details);
+        let error = GatewayError::ConnectRejected { url: "ws://g".into(), error: Box::new(shape) };
+        LinkStatus::Connecting { last_error: error.to_string(), error: Some(error) }
+    }
+
+    fn status() -> GatewayStatus {
+        GatewayStatus::new("ws://g".into(), "dev".into(), "n".into(), vec![])
+    }
+
+    #[test]
+    fn device_pairing_names_the_exact_approve_command_and_clears_once_in() {
+        let mut status = status();
+        status.observe_link(&refused("NOT_PAIRED", json!({"code":"PAIRING_REQUIRED","requestId":"r-1"})));
+        assert_eq!(status.pairing, Pairing::DevicePending);
+        assert_eq!(status.request_id.as_deref(), Some("r-1"));
+        assert!(status.hint.as_deref().unwrap().contains("`openclaw devices approve r-1`"), "{:?}", status.hint);
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["pairing"], "device-pending");
+        assert_eq!(json["state"], "connecting");
+    }
+
+    #[test]
+    fn a_pending_surface_points_at_nodes_pending_and_approve() {
+        let mut status = status();
+        status.observe_pairing(Pairing::Pending);
+        let hint = status.hint.clone().unwrap();
+        assert!(hint.contains("openclaw nodes pending") && hint.contains("openclaw nodes approve"), "{hint}");
+        status.observe_pairing(Pairing::Approved);
+        assert!(status.hint.is_none());
+    }
+
+    #[test]
+    fn a_wrong_token_says_which_flag_fixes_it() {
+        let mut status = status();
+        status.observe_link(&refused("INVALID_REQUEST", json!({"code":"AUTH_TOKEN_MISMATCH"})));
+        assert_eq!(status.pairing, Pairing::Unknown);
+        assert!(status.hint.unwrap().contains("--gateway-token-file"));
+        assert!(status.last_error.unwrap().contains("refused"));
+    }
+}

@@ -1,0 +1,159 @@
+//! `system.run` through the gateway link for real (real processes, real clock): the real node
+//! host's payload keys, the `exec.finished` node event before the result, a cancel that kills
+//! the process group, and an MCP call on the same registry beside it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawmcp_gateway::{BackoffPolicy, Credentials, DeviceIdentity, Secret};
+use clawmcp_mcp::{CallContext, ToolFilter};
+use clawmcp_node::approvals::ExecApprovals;
+use clawmcp_node::settings::{DataDir, LiveSettings};
+use clawmcp_node::{InvokeRequest, Registry};
+use clawmcp_node_gateway::{NodeLink, NodeLinkConfig};
+use clawmcp_testkit::{FakeGateway, Reply};
+use serde_json::{Value, json};
+
+const ALLOW_ALL_POLICY: &str = r#"{"version": 1, "defaults": {"security": "full", "ask": "off"}}"#;
+
+struct Setup {
+    fake: FakeGateway,
+    link: NodeLink,
+    registry: Arc<Registry>,
+    dir: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    let fake = FakeGateway::start().await;
+    fake.on("node.invoke.result", |_| Reply::Ok(json!({"ok": true})));
+    fake.on("node.event", |_| Reply::Ok(json!({"ok": true})));
+    fake.on("node.pluginTools.update", |_| Reply::Ok(json!({"tools": []})));
+    let dir = tempfile::tempdir().unwrap();
+    let data = DataDir::at(dir.path().join("data"));
+    data.ensure().unwrap();
+    std::fs::write(data.exec_approvals_path(), ALLOW_ALL_POLICY).unwrap();
+    let settings = Arc::new(LiveSettings::open(data.settings_path()).unwrap());
+    let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
+    let registry = Arc::new(Registry::builtin(settings, approvals));
+    let config = NodeLinkConfig {
+        url: fake.url(),
+        credentials: Credentials { token: Some(Secret::new("fake-gateway-token")), ..Credentials::default() },
+        device: Arc::new(DeviceIdentity::load_or_create(data.root()).unwrap()),
+        device_tokens: None,
+        display_name: "run-test".into(),
+        filter: ToolFilter::all(),
+        max_concurrent_invokes: 16,
+        backoff: BackoffPolicy::default(),
+    };
+    let link = NodeLink::start(config, registry.clone());
+    fake.wait_for_handshakes(1).await;
+    Setup { fake, link, registry, dir }
+}
+
+fn invoke(id: &str, command: &str, params: Value, timeout_ms: u64) -> Value {
+    json!({"id": id, "nodeId": "x", "command": command, "paramsJSON": params.to_string(), "timeoutMs": timeout_ms,
+           "idempotencyKey": id})
+}
+
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(60), future).await.expect("no answer within 60 s")
+}
+
+async fn result_of(fake: &FakeGateway, id: &str) -> Value {
+    let mut count = 1;
+    loop {
+        let result = bounded(fake.wait_for_request("node.invoke.result", count)).await;
+        if result["id"] == id {
+            return result;
+        }
+        count += 1;
+    }
+}
+
+/// Processes whose command line contains `marker` (from /proc).
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_run_answers_with_the_real_node_hosts_keys_after_exec_finished() {
+    let setup = setup().await;
+    let params = json!({"command": ["sh", "-c", "echo hi; echo oops >&2"], "runId": "run-7"});
+    setup.fake.emit("node.invoke.request", invoke("r1", "system.run", params, 30_000));
+    let result = result_of(&setup.fake, "r1").await;
+    assert_eq!(result["ok"], true, "{result}");
+    let payload: Value = serde_json::from_str(result["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        payload,
+        json!({"stdout": "hi\n", "stderr": "oops\n", "exitCode": 0, "timedOut": false, "success": true, "error": null})
+    );
+    // exec.finished went out before the result.
+    let received = setup.fake.received();
+    let position = |predicate: &dyn Fn(&Value) -> bool| {
+        received.iter().position(|r| r.json.as_ref().is_some_and(|frame| predicate(&frame["params"])))
+    };
+    let finished_at = position(&|params| params["event"] == "exec.finished").expect("exec.finished was sent");
+    let result_at = position(&|params| params["id"] == "r1").unwrap();
+    assert!(finished_at < result_at, "exec.finished precedes the result");
+    let finished = received[finished_at].params();
+    let note: Value = serde_json::from_str(finished["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(note["runId"], "run-7");
+    assert_eq!(note["host"], "node");
+    assert_eq!(note["sessionKey"], "node");
+    assert_eq!(note["command"], "sh -c \"echo hi; echo oops >&2\"");
+    assert_eq!(note["output"], "hi\noops");
+    assert_eq!(note["success"], true);
+    setup.link.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_cancel_kills_the_running_process_group() {
+    let setup = setup().await;
+    let marker = format!("clawmcp-cancel-marker-{}", std::process::id());
+    let started = setup.dir.path().join("started");
+    let script = format!("echo up > {}; sleep 300 # {marker}", started.display());
+    let params = json!({"command": ["sh", "-c", script], "timeoutMs": 600_000});
+    setup.fake.emit("node.invoke.request", invoke("long", "system.run", params, 600_000));
+    bounded(async {
+        while !Path::new(&started).exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(!processes_with(&marker).is_empty(), "the command runs");
+    setup.fake.emit("node.invoke.cancel", json!({"invokeId": "long", "nodeId": setup.link.status().node_id}));
+    let result = result_of(&setup.fake, "long").await;
+    assert_eq!(result["ok"], false);
+    assert_eq!(result["error"]["code"], "CANCELLED", "{result}");
+    assert!(processes_with(&marker).is_empty(), "no process of the run outlives the cancel");
+    setup.link.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_and_a_gateway_invoke_reach_the_same_registry() {
+    let setup = setup().await;
+    setup.fake.emit("node.invoke.request", invoke("w", "system.which", json!({"bins": ["sh"]}), 30_000));
+    let result = result_of(&setup.fake, "w").await;
+    let gateway: Value = serde_json::from_str(result["payloadJSON"].as_str().unwrap()).unwrap();
+    let command = setup.registry.find("system.which").unwrap();
+    let request = InvokeRequest {
+        id: "local".into(),
+        command: "system.which".into(),
+        args: json!({"bins": ["sh"]}).as_object().unwrap().clone(),
+        session_key: None,
+    };
+    let local = command.call(request, CallContext::detached()).await.unwrap();
+    assert_eq!(local.payload.as_ref(), Some(&gateway), "one implementation answers both transports");
+    assert!(gateway["bins"]["sh"].as_str().unwrap().ends_with("/sh"));
+    setup.link.close().await;
+}
