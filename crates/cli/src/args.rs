@@ -21,7 +21,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve this machine's capabilities as MCP tools on http://127.0.0.1:<port>/ (no gateway needed).
+    /// Serve this machine's capabilities as MCP tools on http://127.0.0.1:<port>/ (no gateway
+    /// needed) and, with --gateway-url (or EnableNodeMode), to an OpenClaw gateway as a node.
     Node(NodeArgs),
     /// Call a tool on the running node (or list its tools) and print the result as JSON.
     Call(CallArgs),
@@ -75,7 +76,73 @@ pub struct NodeArgs {
     pub pin_protocol_version: Option<clawmcp_mcp::ProtocolVersion>,
 
     #[command(flatten)]
+    pub gateway: GatewayNodeArgs,
+
+    #[command(flatten)]
     pub data_dir: DataDirArg,
+
+    #[command(subcommand)]
+    pub action: Option<NodeAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeAction {
+    /// Show what the running node serves: the MCP listener, the gateway connection and pairing,
+    /// the last error with what to do about it.
+    Status(NodeStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NodeStatusArgs {
+    /// Print the status as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+}
+
+/// How `clawmcp node` reaches an OpenClaw gateway as a node. Given flags are saved in
+/// settings.json (secret values excepted) and turn gateway node mode on.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GatewayNodeArgs {
+    /// Connect to this gateway as a node (ws:// or wss://). Without it, a saved GatewayUrl, then
+    /// OPENCLAW_GATEWAY_URL and ~/.openclaw/openclaw.json decide, as for `openclaw node run`.
+    #[arg(long, value_name = "URL")]
+    pub gateway_url: Option<String>,
+
+    /// The gateway's shared token (visible in the process list, and not saved: prefer
+    /// --gateway-token-file or OPENCLAW_GATEWAY_TOKEN).
+    #[arg(long, conflicts_with = "gateway_token_file", hide_env_values = true)]
+    pub gateway_token: Option<String>,
+
+    /// A file holding the gateway's shared token.
+    #[arg(long, value_name = "PATH")]
+    pub gateway_token_file: Option<PathBuf>,
+
+    /// The gateway's password (not saved: prefer --gateway-password-file).
+    #[arg(long, conflicts_with = "gateway_password_file", hide_env_values = true)]
+    pub gateway_password: Option<String>,
+
+    /// A file holding the gateway's password.
+    #[arg(long, value_name = "PATH")]
+    pub gateway_password_file: Option<PathBuf>,
+
+    /// This node's display name on the gateway (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+impl GatewayNodeArgs {
+    /// Whether any gateway flag was given.
+    pub fn any(&self) -> bool {
+        self.gateway_url.is_some()
+            || self.gateway_token.is_some()
+            || self.gateway_token_file.is_some()
+            || self.gateway_password.is_some()
+            || self.gateway_password_file.is_some()
+            || self.name.is_some()
+    }
 }
 
 fn parse_protocol_version(text: &str) -> Result<clawmcp_mcp::ProtocolVersion, String> {

@@ -20,9 +20,9 @@ pub fn read() -> Value {
     };
     let (disk_total, disk_available) = match nix::sys::statvfs::statvfs("/") {
         Ok(stat) => {
-            let fragment = u64::from(stat.fragment_size());
-            let total = u64::from(stat.blocks()).saturating_mul(fragment);
-            (total, u64::from(stat.blocks_available()).saturating_mul(fragment))
+            let fragment = stat.fragment_size();
+            let total = stat.blocks().saturating_mul(fragment);
+            (total, stat.blocks_available().saturating_mul(fragment))
         }
         Err(_) => (0, 0),
     };

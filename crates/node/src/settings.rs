@@ -68,7 +68,7 @@ impl DataDir {
             None => DataDirError::Create { path: self.root.clone(), source },
         };
         create_private_dir(&self.root).map_err(refused)?;
-        for path in [self.token_path(), self.settings_path(), self.exec_approvals_path()] {
+        for path in [self.token_path(), self.settings_path(), self.exec_approvals_path(), self.status_path()] {
             match clawmcp_fs::open_state_file(&path, clawmcp_fs::Exposed::MakePrivate) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -90,6 +90,11 @@ impl DataDir {
     pub fn exec_approvals_path(&self) -> PathBuf {
         self.root.join("exec-approvals.json")
     }
+
+    /// What a running `clawmcp node` reports about itself (`clawmcp node status` reads it).
+    pub fn status_path(&self) -> PathBuf {
+        self.root.join("node-status.json")
+    }
 }
 
 pub use clawmcp_fs::{create_private_dir, write_private_atomic};
@@ -110,6 +115,19 @@ pub struct Settings {
     /// The optional Linux containment of `system.run` (off by default).
     #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
     pub system_run_sandbox: SandboxSettings,
+    /// Gateway node mode: the gateway's URL (saved from `clawmcp node --gateway-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_url: Option<String>,
+    /// Gateway node mode: a file holding the gateway's shared token. Secret *values* are never
+    /// written here (`settings show` prints this file): files and `OPENCLAW_GATEWAY_*` keep them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_token_file: Option<PathBuf>,
+    /// Gateway node mode: a file holding the gateway's password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_password_file: Option<PathBuf>,
+    /// The node's display name on the gateway (default: the host name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_display_name: Option<String>,
     /// Legacy flag, migrated on load and never written.
     #[serde(default, skip_serializing)]
     mcp_only_mode: Option<bool>,
@@ -130,6 +148,10 @@ impl Default for Settings {
             enable_mcp_server: true,
             node_system_run_enabled: true,
             system_run_sandbox: SandboxSettings::default(),
+            gateway_url: None,
+            gateway_token_file: None,
+            gateway_password_file: None,
+            node_display_name: None,
             mcp_only_mode: None,
             other: Map::new(),
         }

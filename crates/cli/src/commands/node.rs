@@ -1,25 +1,33 @@
-//! `clawmcp node`: the node host in MCP-only mode — this machine's capabilities as MCP tools on
-//! `http://127.0.0.1:<port>/`, no gateway, no account, no pairing.
+//! `clawmcp node`: the node host. One registry, two transports, chosen by the mode matrix of
+//! settings.json (spec 000): `EnableMcpServer` serves the capabilities as MCP tools on
+//! `http://127.0.0.1:<port>/` (no gateway, no account, no pairing); `EnableNodeMode` connects to
+//! an OpenClaw gateway as a node (`clawmcp-node-gateway`). Both, either, or neither (then there
+//! is nothing to serve, and the error says how to turn one on).
 //!
-//! Wiring only: the capabilities live in `clawmcp-node`, the transport in `clawmcp-http`.
-//! SIGINT/SIGTERM shut down gracefully (in-flight calls are cancelled within a bound).
+//! Wiring only: the capabilities live in `clawmcp-node`, the transports in `clawmcp-http` and
+//! `clawmcp-node-gateway`. What runs is reported in `node-status.json` for `clawmcp node
+//! status`. SIGINT/SIGTERM shut down gracefully (in-flight calls are cancelled within a bound).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use clawmcp_gateway::{
+    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayTarget, Role, Secret,
+};
 use clawmcp_http::{HttpConfig, Limits};
 use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, VersionRule, WireStyle};
 use clawmcp_node::approvals::{ApprovalsApi, ExecApprovals};
 use clawmcp_node::registry::ToolFilter;
-use clawmcp_node::settings::LiveSettings;
+use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::system::sandbox;
 use clawmcp_node::{NodeMcpService, Registry};
+use clawmcp_node_gateway::{NodeLink, NodeLinkConfig};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::NodeArgs;
-use crate::commands::{data_dir, stop_on_signal};
+use crate::args::{GatewayNodeArgs, NodeAction, NodeArgs};
+use crate::commands::{data_dir, node_status, stop_on_signal};
 use crate::exit::UsageError;
 use crate::output;
 
@@ -27,22 +35,34 @@ use crate::output;
 pub const SERVER_NAME: &str = "clawmcp-node";
 
 pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(NodeAction::Status(status)) = args.action {
+        return node_status::run(status);
+    }
     let filter = ToolFilter::parse(args.tools.as_deref().unwrap_or_default()).map_err(|e| UsageError(e.to_string()))?;
     let data = data_dir(&args.data_dir)?;
     data.ensure()?;
+    // Gateway flags turn node mode on; the connection is resolved before anything is saved or
+    // started, so a URL or secret that cannot work is a startup error and never lands in
+    // settings.json.
+    let saved = Settings::load(&data.settings_path())?;
+    let node_mode = args.gateway.any() || saved.enable_node_mode;
+    if !saved.enable_mcp_server && !node_mode {
+        anyhow::bail!(
+            "nothing to serve: both the local MCP server (EnableMcpServer) and gateway node mode (EnableNodeMode) are \
+             off in {}\nhint: `clawmcp settings set EnableMcpServer true` for local MCP clients, or `clawmcp node \
+             --gateway-url ws://HOST:18789 --gateway-token-file FILE` to join a gateway",
+            data.settings_path().display()
+        );
+    }
+    let gateway = match node_mode {
+        true => Some(gateway_link_config(&args.gateway, &saved, &data, filter.clone())?),
+        false => None,
+    };
+    if args.gateway.any() {
+        save_gateway_settings(&data.settings_path(), &args.gateway)?;
+    }
     let settings = Arc::new(LiveSettings::open(data.settings_path())?);
     let mode = settings.current();
-    if !mode.enable_mcp_server {
-        anyhow::bail!(
-            "the local MCP server is disabled in {} (EnableMcpServer is false)\nhint: `clawmcp settings set EnableMcpServer true`",
-            settings.path().display()
-        );
-    }
-    if mode.enable_node_mode {
-        output::note(
-            "note: gateway node mode (EnableNodeMode) is not available in this version yet; serving local MCP only",
-        );
-    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
@@ -52,8 +72,9 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         );
         let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
         check_filter(&registry, &filter)?;
-        let service =
-            NodeMcpService::new(registry).with_filter(filter).with_local_methods(Arc::new(ApprovalsApi(approvals)));
+        let service = NodeMcpService::new(registry.clone())
+            .with_filter(filter)
+            .with_local_methods(Arc::new(ApprovalsApi(approvals)));
         let info = ServerInfo { name: SERVER_NAME.into(), version: env!("CARGO_PKG_VERSION").into() };
         let mut wire = WireStyle::NEGOTIATING;
         if let Some(version) = args.pin_protocol_version {
@@ -61,14 +82,37 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         }
         let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow).with_wire(wire));
 
-        let config = HttpConfig { port: args.port, token_path: data.token_path(), limits: Limits::default() };
-        let server = clawmcp_http::bind(config).await.context("cannot start the MCP server")?;
-        output::note(&format!(
-            "clawmcp node: MCP-only mode (no gateway); serving MCP on {}\n  token file: {}\n  data dir: {}",
-            server.endpoint(),
-            data.token_path().display(),
-            data.root().display()
-        ));
+        let server = match mode.enable_mcp_server {
+            true => {
+                let config = HttpConfig { port: args.port, token_path: data.token_path(), limits: Limits::default() };
+                Some(clawmcp_http::bind(config).await.context("cannot start the MCP server")?)
+            }
+            false => None,
+        };
+        let endpoint = server.as_ref().map(|server| server.endpoint().to_string());
+        match (&endpoint, &gateway) {
+            (Some(endpoint), None) => output::note(&format!(
+                "clawmcp node: MCP-only mode (no gateway); serving MCP on {endpoint}\n  token file: {}\n  data dir: {}",
+                data.token_path().display(),
+                data.root().display()
+            )),
+            (Some(endpoint), Some(link)) => output::note(&format!(
+                "clawmcp node: serving MCP on {endpoint} and joining the gateway at {} as node `{}`\n  token \
+                 file: {}\n  data dir: {}",
+                link.url,
+                link.display_name,
+                data.token_path().display(),
+                data.root().display()
+            )),
+            (None, Some(link)) => output::note(&format!(
+                "clawmcp node: gateway node mode only (EnableMcpServer is off); joining the gateway at {} as node \
+                 `{}`\n  data dir: {}",
+                link.url,
+                link.display_name,
+                data.root().display()
+            )),
+            (None, None) => unreachable!("checked above: one transport is on"),
+        }
 
         // What the sandbox holds on this kernel, once at start (upstream warns the same way when
         // it runs commands uncontained). The settings are read live: this is the start's view.
@@ -85,10 +129,94 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
 
         let shutdown = CancellationToken::new();
         stop_on_signal(shutdown.clone(), Some("clawmcp node: shutting down"));
-        server.serve(mcp, shutdown).await.context("the MCP server failed")?;
+        let link = gateway.map(|config| NodeLink::start(config, registry.clone()));
+        let reporter = node_status::Reporter::start(data.status_path(), endpoint, link.as_ref());
+        let served = match server {
+            Some(server) => server.serve(mcp, shutdown.clone()).await.context("the MCP server failed"),
+            None => {
+                shutdown.cancelled().await;
+                Ok(())
+            }
+        };
+        if let Some(link) = link {
+            link.close().await;
+        }
+        reporter.stopped().await;
+        served?;
         output::note("clawmcp node: stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Saves the gateway flags given on the command line into settings.json and turns gateway node
+/// mode on, so the next plain `clawmcp node` joins the same gateway. Secret values are not
+/// written (see `Settings::gateway_token_file`).
+fn save_gateway_settings(path: &std::path::Path, args: &GatewayNodeArgs) -> anyhow::Result<()> {
+    let mut saved = Settings::load(path)?;
+    saved.enable_node_mode = true;
+    if let Some(url) = &args.gateway_url {
+        saved.gateway_url = Some(url.clone());
+    }
+    if let Some(file) = &args.gateway_token_file {
+        saved.gateway_token_file = Some(absolute(file)?);
+    }
+    if let Some(file) = &args.gateway_password_file {
+        saved.gateway_password_file = Some(absolute(file)?);
+    }
+    if let Some(name) = &args.name {
+        saved.node_display_name = Some(name.clone());
+    }
+    saved.save(path)?;
+    if args.gateway_token.is_some() || args.gateway_password.is_some() {
+        output::note(
+            "note: the gateway secret from the command line is used for this run only; pass --gateway-token-file / --gateway-password-file (or set OPENCLAW_GATEWAY_TOKEN) to keep it",
+        );
+    }
+    Ok(())
+}
+
+fn absolute(path: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    Ok(std::path::absolute(path)?)
+}
+
+/// The gateway connection: flags win, then what settings.json saved, then OpenClaw's own
+/// resolution (`OPENCLAW_GATEWAY_*`, `~/.openclaw/openclaw.json`, the local gateway's port).
+fn gateway_link_config(
+    args: &GatewayNodeArgs,
+    settings: &Settings,
+    data: &DataDir,
+    filter: ToolFilter,
+) -> anyhow::Result<NodeLinkConfig> {
+    let overrides = ConnectOverrides {
+        url: args.gateway_url.clone().or_else(|| settings.gateway_url.clone()),
+        token: args.gateway_token.as_deref().map(Secret::from),
+        token_file: args.gateway_token_file.clone().or_else(|| settings.gateway_token_file.clone()),
+        password: args.gateway_password.as_deref().map(Secret::from),
+        password_file: args.gateway_password_file.clone().or_else(|| settings.gateway_password_file.clone()),
+    };
+    let target = GatewayTarget::resolve(&overrides, &Env::from_process())
+        .context("gateway node mode (EnableNodeMode) is on, but the gateway cannot be reached as configured")?;
+    let device = DeviceIdentity::load_or_create(data.root()).context("cannot load this node's device identity")?;
+    let display_name = args.name.clone().or_else(|| settings.node_display_name.clone()).unwrap_or_else(host_name);
+    Ok(NodeLinkConfig {
+        device_tokens: Some(Arc::new(DeviceTokenStore::new(data.root(), &target.url, Role::Node))),
+        url: target.url,
+        credentials: target.credentials,
+        device: Arc::new(device),
+        display_name,
+        filter,
+        max_concurrent_invokes: clawmcp_node_gateway::MAX_CONCURRENT_INVOKES,
+        backoff: BackoffPolicy::default(),
+    })
+}
+
+/// The display name upstream's node host uses by default: the host name.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "clawmcp-node".to_owned())
 }
 
 /// A `--tools` pattern that selects nothing is a typo or a stale list: refuse to start rather

@@ -12,6 +12,7 @@ mod call;
 mod lifecycle;
 mod metadata;
 mod node;
+mod node_mode;
 mod settings;
 mod state_trust;
 mod stdio_proxy;

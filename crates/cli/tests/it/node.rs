@@ -139,7 +139,7 @@ fn a_disabled_mcp_server_is_a_clear_error() {
         .arg(sandbox.data())
         .assert()
         .code(1)
-        .stderr(contains("EnableMcpServer is false"))
+        .stderr(contains("nothing to serve"))
         .stderr(contains(sandbox.settings_path().display().to_string()))
         .stderr(contains("clawmcp settings set EnableMcpServer true"));
     assert!(!sandbox.token_path().exists(), "a node that does not serve must not mint a token");

@@ -1,0 +1,197 @@
+//! `node-status.json` and `clawmcp node status`: what a running node serves, in one place an
+//! operator (or a script) can read without a token and without either transport being up.
+//!
+//! The running node rewrites the file (0600, atomically, in its 0700 data dir) at start, on
+//! every change of its gateway connection, and at a clean stop. The reader checks that the
+//! recorded process still runs, so a node killed with SIGKILL reads as "not running", never as
+//! connected.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clawmcp_node_gateway::{GatewayStatus, NodeLink};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::args::NodeStatusArgs;
+use crate::commands::data_dir;
+use crate::output;
+
+/// The largest status file read (a few KiB in practice).
+const MAX_STATUS_BYTES: u64 = 1024 * 1024;
+
+/// The file's contents.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusFile {
+    pid: u32,
+    started_at_ms: u64,
+    version: String,
+    /// False once the node stopped cleanly.
+    running: bool,
+    mcp: McpStatus,
+    /// `{"state":"off"}` when gateway node mode is off, else [`GatewayStatus`].
+    gateway: Value,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McpStatus {
+    /// `listening` or `off`.
+    state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    endpoint: Option<String>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Keeps the status file current while the node runs.
+pub struct Reporter {
+    path: PathBuf,
+    file: StatusFile,
+    gateway: Option<watch::Receiver<GatewayStatus>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Reporter {
+    pub fn start(path: PathBuf, mcp_endpoint: Option<String>, link: Option<&NodeLink>) -> Reporter {
+        let mcp = match mcp_endpoint {
+            Some(endpoint) => McpStatus { state: "listening".into(), endpoint: Some(endpoint) },
+            None => McpStatus { state: "off".into(), endpoint: None },
+        };
+        let file = StatusFile {
+            pid: std::process::id(),
+            started_at_ms: now_ms(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            running: true,
+            mcp,
+            gateway: serde_json::json!({"state": "off"}),
+        };
+        let gateway = link.map(NodeLink::watch_status);
+        let task = {
+            let (path, mut file, gateway) = (path.clone(), file.clone(), gateway.clone());
+            tokio::spawn(async move {
+                let Some(mut gateway) = gateway else {
+                    write(&path, &file);
+                    return;
+                };
+                loop {
+                    let current = gateway.borrow_and_update().clone();
+                    file.gateway = serde_json::to_value(&current).unwrap_or_default();
+                    log_change(&current);
+                    write(&path, &file);
+                    if gateway.changed().await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        Reporter { path, file, gateway, task: Some(task) }
+    }
+
+    /// Records a clean stop.
+    pub async fn stopped(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+        if let Some(gateway) = &self.gateway {
+            self.file.gateway = serde_json::to_value(&*gateway.borrow()).unwrap_or_default();
+        }
+        self.file.running = false;
+        write(&self.path, &self.file);
+    }
+}
+
+/// One line on stderr per state an operator acts on.
+fn log_change(status: &GatewayStatus) {
+    if let Some(hint) = &status.hint {
+        tracing::info!(state = ?status.state, pairing = ?status.pairing, "{hint}");
+    }
+}
+
+fn write(path: &Path, file: &StatusFile) {
+    let text = serde_json::to_vec_pretty(file).unwrap_or_default();
+    if let Err(error) = clawmcp_fs::write_private_atomic(path, &text) {
+        tracing::warn!(path = %path.display(), %error, "cannot write the node status file");
+    }
+}
+
+/// `clawmcp node status [--json]`.
+pub fn run(args: NodeStatusArgs) -> anyhow::Result<ExitCode> {
+    let data = data_dir(&args.data_dir)?;
+    let path = data.status_path();
+    let rules = clawmcp_fs::StateRules { max_bytes: MAX_STATUS_BYTES, exposed: clawmcp_fs::Exposed::MakePrivate };
+    let Some(bytes) = clawmcp_fs::read_state_file(&path, rules)? else {
+        if args.json {
+            output::data(
+                &serde_json::json!({"running": false, "reason": "never started with this data dir"}).to_string(),
+            );
+        } else {
+            output::data(&format!(
+                "clawmcp node: not running (no {} yet: no node has run with this data dir)\nhint: `clawmcp node`",
+                path.display()
+            ));
+        }
+        return Ok(ExitCode::from(3));
+    };
+    let mut file: StatusFile = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not a node status file: {e}", path.display()))?;
+    // A node killed without a clean stop left `running: true` behind.
+    let alive = i32::try_from(file.pid).is_ok_and(clawmcp_fs::pid_is_alive);
+    file.running &= alive;
+    if args.json {
+        output::data(&serde_json::to_string(&file)?);
+    } else {
+        output::data(&describe(&file));
+    }
+    Ok(if file.running { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+fn describe(file: &StatusFile) -> String {
+    let mut lines = Vec::new();
+    lines.push(match file.running {
+        true => format!("clawmcp node {}: running (pid {})", file.version, file.pid),
+        false => format!("clawmcp node {}: not running (last run: pid {})", file.version, file.pid),
+    });
+    lines.push(match &file.mcp.endpoint {
+        Some(endpoint) if file.running => format!("  MCP server: listening on {endpoint}"),
+        Some(endpoint) => format!("  MCP server: was on {endpoint}"),
+        None => "  MCP server: off (EnableMcpServer is false)".to_owned(),
+    });
+    let gateway = &file.gateway;
+    let text = |key: &str| gateway.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    match text("state").as_str() {
+        "off" => {
+            lines.push("  gateway: off (EnableNodeMode is false; `clawmcp node --gateway-url URL` joins one)".into())
+        }
+        state => {
+            lines.push(format!(
+                "  gateway: {} ({state}{})",
+                text("url"),
+                if file.running { "" } else { ", when it stopped" }
+            ));
+            lines.push(format!("  node: {} `{}`", text("nodeId"), text("displayName")));
+            let mut pairing = format!("  pairing: {}", text("pairing"));
+            if let Some(request) = gateway.get("requestId").and_then(Value::as_str) {
+                pairing.push_str(&format!(" (request {request})"));
+            }
+            lines.push(pairing);
+            if let Some(invokes) = gateway.get("invokes").and_then(Value::as_u64) {
+                lines.push(format!("  invocations answered: {invokes}"));
+            }
+            if let Some(error) = gateway.get("lastError").and_then(Value::as_str) {
+                lines.push(format!("  last error: {error}"));
+            }
+            if let Some(hint) = gateway.get("hint").and_then(Value::as_str) {
+                lines.push(format!("  hint: {hint}"));
+            }
+        }
+    }
+    lines.join("\n")
+}

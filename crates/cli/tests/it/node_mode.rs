@@ -1,0 +1,176 @@
+//! `clawmcp node` in gateway node mode, driven as a user drives it against the in-repo fake
+//! gateway: the mode matrix, the saved connection settings, one registry on both transports,
+//! and `clawmcp node status`.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use clawmcp_testkit::{FakeGateway, Reply};
+use nix::sys::signal::Signal;
+use predicates::str::contains;
+use serde_json::{Value, json};
+
+use crate::support::{Background, Node, Sandbox, free_port, wait_for};
+
+const FAKE_TOKEN: &str = "fake-gateway-token";
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A runtime for the fake gateway, whose tasks run while the test thread blocks.
+fn gateway() -> (tokio::runtime::Runtime, FakeGateway) {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a Tokio runtime");
+    let fake = runtime.block_on(FakeGateway::start());
+    fake.on("node.invoke.result", |_| Reply::Ok(json!({"ok": true})));
+    fake.on("node.event", |_| Reply::Ok(json!({"ok": true})));
+    fake.on("node.pluginTools.update", |_| Reply::Ok(json!({"tools": []})));
+    (runtime, fake)
+}
+
+fn status_json(sandbox: &Sandbox) -> Value {
+    let output = sandbox.clawmcp(["node", "status", "--json", "--data-dir"]).arg(sandbox.data()).output().unwrap();
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {output:?}"))
+}
+
+#[test]
+fn neither_transport_on_is_a_clear_error_saying_how_to_turn_one_on() {
+    let sandbox = Sandbox::new();
+    sandbox.write_data_file("settings.json", r#"{"EnableMcpServer": false, "EnableNodeMode": false}"#);
+    sandbox
+        .clawmcp(["node", "--port", &free_port().to_string(), "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .code(1)
+        .stderr(contains("nothing to serve"))
+        .stderr(contains("clawmcp settings set EnableMcpServer true"))
+        .stderr(contains("--gateway-url"));
+}
+
+#[test]
+fn a_plaintext_gateway_url_to_another_host_is_refused_at_start() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .clawmcp(["node", "--port", &free_port().to_string(), "--gateway-url", "ws://gateway.example:18789"])
+        .args(["--gateway-token", "t", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .code(1)
+        .stderr(contains("gateway node mode"))
+        .stderr(contains("gateway.example"))
+        .stderr(contains("wss://"));
+    assert!(!sandbox.settings_path().exists(), "a connection that cannot work is not saved");
+}
+
+#[test]
+fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
+    let (runtime, fake) = gateway();
+    let sandbox = Sandbox::new();
+    sandbox.allow_every_command();
+    let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
+    let url = fake.url();
+    let node = Node::start_with(&sandbox, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
+        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file).args(["--name", "box-1"]);
+    });
+    runtime.block_on(fake.wait_for_handshakes(1));
+    let connect = fake.requests("connect").remove(0);
+    assert_eq!(connect["client"]["id"], "node-host");
+    assert_eq!(connect["client"]["displayName"], "box-1");
+    let commands = connect["commands"].as_array().unwrap();
+    assert!(commands.contains(&json!("system.which")) && commands.contains(&json!("system.run")), "{commands:?}");
+    assert!(commands.contains(&json!("device.info")) && commands.contains(&json!("mcp.tools.call.v1")));
+
+    // A gateway invoke and an MCP call, same process, same command.
+    fake.emit(
+        "node.invoke.request",
+        json!({"id": "g1", "nodeId": "x", "command": "system.which", "paramsJSON": "{\"bins\":[\"sh\"]}",
+               "timeoutMs": 15000, "idempotencyKey": "k"}),
+    );
+    let result = runtime.block_on(fake.wait_for_request("node.invoke.result", 1));
+    assert_eq!(result["id"], "g1");
+    let gateway_payload: Value = serde_json::from_str(result["payloadJSON"].as_str().unwrap()).unwrap();
+    let local = node.run(&sandbox, "call", &["system.which", "--params", r#"{"bins":["sh"]}"#]).output().unwrap();
+    assert!(local.status.success(), "{local:?}");
+    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
+    assert_eq!(local, gateway_payload, "one implementation answers both transports");
+
+    // Saved for the next plain `clawmcp node`; the token value is not in settings.json.
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(sandbox.settings_path()).unwrap()).unwrap();
+    assert_eq!(saved["EnableNodeMode"], true);
+    assert_eq!(saved["GatewayUrl"], url);
+    assert_eq!(saved["GatewayTokenFile"], token_file.display().to_string());
+    assert_eq!(saved["NodeDisplayName"], "box-1");
+    assert!(!std::fs::read_to_string(sandbox.settings_path()).unwrap().contains(FAKE_TOKEN));
+
+    let status = wait_for(
+        WAIT,
+        "node status to say connected and approved",
+        || {
+            let status = status_json(&sandbox);
+            (status["gateway"]["state"] == "connected" && status["gateway"]["pairing"] == "approved").then_some(status)
+        },
+        || node.stderr(),
+    );
+    assert_eq!(status["running"], true);
+    assert_eq!(status["mcp"]["state"], "listening");
+    assert_eq!(status["mcp"]["endpoint"], format!("http://127.0.0.1:{}/", node.port));
+    assert_eq!(status["gateway"]["url"], url);
+    assert_eq!(status["gateway"]["displayName"], "box-1");
+    sandbox
+        .clawmcp(["node", "status", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .success()
+        .stdout(contains("running"))
+        .stdout(contains("pairing: approved"));
+    drop(node);
+}
+
+#[test]
+fn node_only_mode_binds_no_port_and_status_tells_after_the_stop() {
+    let (runtime, fake) = gateway();
+    let sandbox = Sandbox::new();
+    sandbox.write_data_file("settings.json", r#"{"EnableMcpServer": false}"#);
+    let mut command = sandbox.command();
+    command
+        .args(["node", "--gateway-url", &fake.url(), "--gateway-token", FAKE_TOKEN, "--data-dir"])
+        .arg(sandbox.data());
+    let mut node = Background::spawn(command, sandbox.root(), Stdio::null());
+    runtime.block_on(fake.wait_for_handshakes(1));
+    let status = wait_for(
+        WAIT,
+        "node status to say connected",
+        || {
+            let status = status_json(&sandbox);
+            (status["gateway"]["state"] == "connected").then_some(status)
+        },
+        || node.stderr(),
+    );
+    assert_eq!(status["mcp"]["state"], "off");
+    assert!(!sandbox.token_path().exists(), "no MCP server, no token");
+    assert!(node.stderr().contains("this run only"), "the command-line token is not kept: {}", node.stderr());
+
+    node.signal(Signal::SIGTERM);
+    let finished = node.wait("the node to stop");
+    assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
+    let stopped = status_json(&sandbox);
+    assert_eq!(stopped["running"], false);
+    sandbox
+        .clawmcp(["node", "status", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .code(3)
+        .stdout(contains("not running"));
+}
+
+#[test]
+fn status_without_a_node_ever_run_says_so() {
+    let sandbox = Sandbox::new();
+    sandbox.write_data_file("settings.json", "{}");
+    sandbox
+        .clawmcp(["node", "status", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .code(3)
+        .stdout(contains("not running"))
+        .stdout(contains("clawmcp node"));
+}
