@@ -10,11 +10,12 @@
 //
 // Usage:
 //   node gateway_rpc.mjs --openclaw-pkg DIR --url ws://127.0.0.1:PORT --token-file FILE
-//        [--count N] [--in-flight K] [--timeout-ms MS] METHOD [PARAMS_JSON]
+//        [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] METHOD [PARAMS_JSON]
 // In PARAMS_JSON every "{i}" is replaced by the call index (0..N-1), so repeated calls can
 // carry unique texts / idempotency keys.
 // Output: count 1 -> the response payload as JSON on stdout; count > 1 -> one summary line
-// {"method","count","ok","failed","elapsed_ms","first_error"}. Exit 1 on any failed call,
+// {"method","count","ok","failed","elapsed_ms","first_error"} (+ "latencies_ms", one per call,
+// with --latencies). Exit 1 on any failed call,
 // on a handshake failure, or when --timeout-ms (whole run, default 120000) expires.
 import fs from "node:fs";
 import path from "node:path";
@@ -22,7 +23,7 @@ import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
 
 const USAGE =
-  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] METHOD [PARAMS_JSON]";
+  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] METHOD [PARAMS_JSON]";
 const MAX_COUNT = 100000;
 const MAX_IN_FLIGHT = 64;
 
@@ -43,6 +44,7 @@ function parseArgs(argv) {
     else if (arg === "--url") opts.url = value();
     else if (arg === "--token-file") opts.tokenFile = value();
     else if (arg === "--count") opts.count = Number(value());
+    else if (arg === "--latencies") opts.latencies = true;
     else if (arg === "--in-flight") opts.inFlight = Number(value());
     else if (arg === "--timeout-ms") opts.timeoutMs = Number(value());
     else if (arg.startsWith("--")) fail(`unknown option ${arg}\n${USAGE}`);
@@ -122,11 +124,14 @@ let ok = 0;
 let failed = 0;
 let firstError = null;
 let lastPayload = null;
+const latencies = [];
 async function worker() {
   while (next < opts.count) {
     const index = next++;
     const params = JSON.parse(opts.paramsTemplate.replaceAll("{i}", String(index)));
+    const sent = performance.now();
     const res = await request(opts.method, params);
+    if (opts.latencies) latencies.push(performance.now() - sent);
     if (res.ok) {
       ok++;
       lastPayload = res.payload;
@@ -145,6 +150,7 @@ if (opts.count === 1) {
   process.stdout.write(JSON.stringify(lastPayload) + "\n");
 } else {
   const summary = { method: opts.method, count: opts.count, ok, failed, elapsed_ms: Date.now() - started, first_error: firstError };
+  if (opts.latencies) summary.latencies_ms = latencies;
   process.stdout.write(JSON.stringify(summary) + "\n");
   if (failed) process.exit(1);
 }

@@ -57,7 +57,13 @@ class Gateway:
         return os.path.exists(f"/proc/{self.pid}")
 
     def rpc(
-        self, method: str, params: dict[str, Any], count: int = 1, in_flight: int = 1, timeout_s: int = RPC_TIMEOUT_SECONDS
+        self,
+        method: str,
+        params: dict[str, Any],
+        count: int = 1,
+        in_flight: int = 1,
+        timeout_s: int = RPC_TIMEOUT_SECONDS,
+        latencies: bool = False,
     ) -> Any:
         """Call a gateway method (count times over one connection, within timeout_s in total);
         returns the payload (or the bulk summary). Raises RuntimeError with the helper's stderr
@@ -77,6 +83,7 @@ class Gateway:
             str(in_flight),
             "--timeout-ms",
             str(timeout_s * 1000),
+            *(["--latencies"] if latencies else []),
             method,
             json.dumps(params),
         ]

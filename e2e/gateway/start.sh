@@ -2,13 +2,15 @@
 # Start the REAL OpenClaw gateway (installed by install.sh) in the background on 127.0.0.1,
 # token auth, in a throwaway state dir, with no model provider, no channels and no plugins.
 #
-# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC]
+# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC] [--restart]
 #   --port     gateway port (default: a free port; must be free)
 #   --root     harness dir to create (default: mktemp -d /tmp/clawmcp-gateway.XXXXXX); must
 #              not hold a previous run
 #   --seed     seed one routed conversation (agent:main:main, imessage route, 3 transcript
 #              messages, one with an image attachment; see seed.mjs) before the gateway starts
 #   --timeout  seconds to wait for readiness (default 180; the gateway takes 8-20 s)
+#   --restart  start again the gateway of --root after stop.sh stopped it: same port, config,
+#              token and state (a gateway restart, as clients see one)
 # Environment: CLAWMCP_GW_PREFIX / CLAWMCP_E2E_CACHE (where install.sh put OpenClaw).
 #
 # stdout: only KEY=VALUE lines (also written to $ROOT/gateway.env), for `eval` or `source`:
@@ -29,7 +31,7 @@ E2E_LOG_TAG=gateway-start
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-PORT="" ROOT="" SEED=0 TIMEOUT=180
+PORT="" ROOT="" SEED=0 TIMEOUT=180 RESTART=0
 while (($#)); do
   case "$1" in
     --port)
@@ -42,6 +44,10 @@ while (($#)); do
       ;;
     --seed)
       SEED=1
+      shift
+      ;;
+    --restart)
+      RESTART=1
       shift
       ;;
     --timeout)
@@ -72,6 +78,18 @@ NODE="$CLAWMCP_GW_NODE" ENTRY="$CLAWMCP_GW_OPENCLAW_ENTRY"
 port_accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 now_ms() { date +%s%3N; }
 
+if ((RESTART)); then
+  [[ -n "$ROOT" && -f "$ROOT/gateway.env" ]] || e2e_die "--restart needs the --root of an earlier run (no gateway.env there)"
+  if [[ -e "$ROOT/gateway.pid" ]]; then
+    old_pid="$(cat "$ROOT/gateway.pid")"
+    if kill -0 "$old_pid" 2>/dev/null && [[ "$(e2e_proc_start "$old_pid")" == "$(cat "$ROOT/gateway.pid.start" 2>/dev/null)" ]]; then
+      e2e_die "$ROOT's gateway (pid $old_pid) still runs; stop it with stop.sh first"
+    fi
+    rm -f -- "$ROOT/gateway.pid" "$ROOT/gateway.pid.start"
+  fi
+  ((SEED)) && e2e_die "--restart keeps the state; --seed does not apply"
+  PORT="$(sed -n 's/^CLAWMCP_GW_PORT=//p' "$ROOT/gateway.env")"
+fi
 [[ -n "$PORT" ]] || PORT="$(e2e_free_port)"
 port_accepts "$PORT" && e2e_die "127.0.0.1:$PORT already accepts connections; pick another --port"
 
@@ -85,6 +103,10 @@ CONFIG="$STATE/openclaw.json" TOKEN_FILE="$ROOT/gateway.token" LOG="$LOGS/gatewa
 mkdir -p "$STATE" "$HOME_DIR" "$LOGS"
 chmod 700 "$ROOT"
 
+if ((RESTART)); then
+  [[ -f "$CONFIG" && -f "$TOKEN_FILE" ]] || e2e_die "--restart: $ROOT has no config or token file"
+  mv -f "$LOG" "$LOG.before-restart" 2>/dev/null || true
+else
 TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s' "$TOKEN" >"$TOKEN_FILE"
 # The gateway reads its token from the config (gateway.auth.token); the file is for clients.
@@ -104,6 +126,7 @@ cat >"$CONFIG" <<JSON
 }
 JSON
 unset TOKEN
+fi
 
 # Clean environment: nothing inherited may point OpenClaw at ~/.openclaw or a real gateway.
 # NODE_COMPILE_CACHE must stay unset: with it openclaw.mjs re-spawns itself and the PID we

@@ -7,7 +7,7 @@ use tracing_subscriber::EnvFilter;
 /// `-v` raises the level; `RUST_LOG` wins when set.
 pub fn init(verbosity: u8) {
     let default = match verbosity {
-        0 => "warn,clawmcp=info",
+        0 => "warn,clawmcp=info,clawmcp_node_gateway=info",
         1 => "info,clawmcp=debug,clawmcp_http=debug,clawmcp_node=debug,clawmcp_mcp=debug",
         _ => "debug",
     };

@@ -111,6 +111,20 @@ impl From<&str> for ToolFailure {
     }
 }
 
+/// The gateway's error codes a [`ToolFailure`] (or a transport) answers with, in one place.
+pub mod codes {
+    /// Arguments (or a request) the command cannot take.
+    pub const INVALID_REQUEST: &str = "INVALID_REQUEST";
+    /// The command cannot run right now (switched off, busy, a backend failed).
+    pub const UNAVAILABLE: &str = "UNAVAILABLE";
+    /// The exec-approval policy refused the run (the gateway's exec tool then asks the operator).
+    pub const SYSTEM_RUN_DENIED: &str = "SYSTEM_RUN_DENIED";
+    /// The invocation ran out of its time budget.
+    pub const TIMEOUT: &str = "TIMEOUT";
+    /// The caller cancelled the invocation.
+    pub const CANCELLED: &str = "CANCELLED";
+}
+
 /// A handler's answer.
 pub type ToolOutcome = Result<ToolOutput, ToolFailure>;
 

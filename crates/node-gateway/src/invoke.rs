@@ -30,11 +30,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// tool calls is 120 s and `system.run` caps its commands at 10 minutes.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// The gateway's error codes we answer with.
-pub const INVALID_REQUEST: &str = "INVALID_REQUEST";
-pub const UNAVAILABLE: &str = "UNAVAILABLE";
-pub const TIMEOUT: &str = "TIMEOUT";
-pub const CANCELLED: &str = "CANCELLED";
+pub use clawmcp_mcp::tool::codes::{CANCELLED, INVALID_REQUEST, TIMEOUT, UNAVAILABLE};
 
 /// `node.invoke.request`'s payload.
 #[derive(Debug, Clone, Deserialize)]

@@ -274,6 +274,10 @@ async fn announce_surface(shared: Arc<Shared>) {
                 return;
             }
             Err(error) if awaits_approval(&error) => {
+                shared.status.send_modify(|status| status.observe_pairing(Pairing::Pending));
+                if !told && let Some(request_id) = surface_request_id(&shared).await {
+                    shared.status.send_modify(|status| status.observe_surface_request(request_id));
+                }
                 if !told {
                     warn!(
                         node = %shared.node_id,
@@ -282,7 +286,6 @@ async fn announce_surface(shared: Arc<Shared>) {
                     );
                     told = true;
                 }
-                shared.status.send_modify(|status| status.observe_pairing(Pairing::Pending));
             }
             Err(error) => {
                 debug!(%error, "node.event failed; the next connect tries again");
@@ -291,6 +294,18 @@ async fn announce_surface(shared: Arc<Shared>) {
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(PROBE_MAX_RETRY);
+    }
+}
+
+/// The id of the pending surface request. The gateway names it only in its refusal of
+/// `node.runnerInventory.update` (gateway-live-probes 2.1). We host no agent workers, so we
+/// declare no runner features: exactly `{protocolFeatures: []}` (the gateway refuses any other
+/// key beside an empty list).
+async fn surface_request_id(shared: &Shared) -> Option<String> {
+    let inventory = json!({"protocolFeatures": []});
+    match shared.client.request("node.runnerInventory.update", inventory).await {
+        Err(error) => error.error_shape().and_then(|shape| status::approve_request_in(&shape.message)),
+        Ok(_) => None,
     }
 }
 

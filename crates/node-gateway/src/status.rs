@@ -107,10 +107,17 @@ impl GatewayStatus {
 
     /// Takes in what a node method answered (the surface probe) or a `node.pair.resolved`.
     pub fn observe_pairing(&mut self, pairing: Pairing) {
-        self.pairing = pairing;
-        if pairing != Pairing::DevicePending {
+        if pairing != self.pairing {
             self.request_id = None;
         }
+        self.pairing = pairing;
+        self.hint = self.compute_hint_connected();
+    }
+
+    /// The pending surface's request id, when the gateway named it.
+    pub fn observe_surface_request(&mut self, request_id: String) {
+        self.pairing = Pairing::Pending;
+        self.request_id = Some(request_id);
         self.hint = self.compute_hint_connected();
     }
 
@@ -126,11 +133,15 @@ impl GatewayStatus {
 
     fn compute_hint_connected(&self) -> Option<String> {
         match self.pairing {
-            Pairing::Pending => Some(
-                "approve this node's commands on the gateway host: `openclaw nodes pending`, then `openclaw nodes \
-                 approve <requestId>` (this node retries on its own)"
+            Pairing::Pending => Some(match &self.request_id {
+                Some(id) => format!(
+                    "approve this node's commands on the gateway host: `openclaw nodes approve {id}` (this node \
+                     retries on its own)"
+                ),
+                None => "approve this node's commands on the gateway host: `openclaw nodes pending`, then `openclaw \
+                         nodes approve <requestId>` (this node retries on its own)"
                     .to_owned(),
-            ),
+            }),
             Pairing::Rejected => Some(
                 "the operator rejected this node's commands; reconnect (`clawmcp node` restart) to ask again, then \
                  `openclaw nodes approve <requestId>`"
@@ -170,6 +181,14 @@ fn devices_approve(request_id: &str) -> String {
     format!(
         "approve this device on the gateway host: `openclaw devices approve {request_id}` (this node retries on its own)"
     )
+}
+
+/// The request id in the gateway's "run `openclaw nodes approve <id>`" wording, if any.
+pub fn approve_request_in(message: &str) -> Option<String> {
+    const COMMAND: &str = "openclaw nodes approve ";
+    let start = message.find(COMMAND)? + COMMAND.len();
+    let id: String = message[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    (!id.is_empty() && id != "requestId").then_some(id)
 }
 
 /// The request id of a refused connect that waits for device pairing.
@@ -219,6 +238,23 @@ mod tests {
         assert!(hint.contains("openclaw nodes pending") && hint.contains("openclaw nodes approve"), "{hint}");
         status.observe_pairing(Pairing::Approved);
         assert!(status.hint.is_none());
+    }
+
+    #[test]
+    fn a_surface_request_id_named_by_the_gateway_makes_the_hint_exact() {
+        let message = "node capability surface is awaiting operator approval; run `openclaw nodes approve \
+                       488d5672-9239-4886-80be-41dabe76aa1c` (see `openclaw nodes pending`), then this node retries";
+        assert_eq!(approve_request_in(message).as_deref(), Some("488d5672-9239-4886-80be-41dabe76aa1c"));
+        assert_eq!(approve_request_in("run `openclaw nodes approve <requestId>`"), None);
+        assert_eq!(approve_request_in("nothing here"), None);
+        let mut status = status();
+        status.observe_surface_request("r-9".into());
+        assert_eq!(status.pairing, Pairing::Pending);
+        assert!(status.hint.as_deref().unwrap().contains("`openclaw nodes approve r-9`"));
+        status.observe_pairing(Pairing::Pending);
+        assert_eq!(status.request_id.as_deref(), Some("r-9"), "a repeated pending keeps the id");
+        status.observe_pairing(Pairing::Approved);
+        assert!(status.request_id.is_none());
     }
 
     #[test]

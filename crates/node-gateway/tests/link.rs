@@ -254,12 +254,23 @@ async fn a_pending_surface_is_reported_retried_and_approved() {
         "node pairing changed while invocation was active",
         Some(json!({"code": "PAIRING_CHANGED"})),
     );
+    let awaiting = gateway_error(
+        "UNAVAILABLE",
+        "node capability surface is awaiting operator approval; run `openclaw nodes approve req-77` (see `openclaw \
+         nodes pending`), then this node retries automatically",
+        None,
+    );
     let node = node_with(ToolFilter::all(), 16, |fake| {
         fake.on("node.event", move |_| Reply::Error(pending.clone()));
+        fake.on("node.runnerInventory.update", move |_| Reply::Error(awaiting.clone()));
     })
     .await;
-    let status = until_status(&node.link, |status| status.pairing == Pairing::Pending).await;
-    assert!(status.hint.as_deref().unwrap().contains("openclaw nodes approve"), "{status:?}");
+    let status = until_status(&node.link, |status| status.request_id.is_some()).await;
+    assert_eq!(status.pairing, Pairing::Pending);
+    assert_eq!(status.request_id.as_deref(), Some("req-77"), "the id the gateway named");
+    assert!(status.hint.as_deref().unwrap().contains("`openclaw nodes approve req-77`"), "{status:?}");
+    let inventory = node.fake.wait_for_request("node.runnerInventory.update", 1).await;
+    assert_eq!(inventory, json!({"protocolFeatures": []}), "no runner features are claimed, in the only shape allowed");
     assert!(node.fake.requests("node.pluginTools.update").is_empty(), "published only once approved");
     // It keeps asking, as the real node host does.
     node.fake.wait_for_request("node.event", 3).await;

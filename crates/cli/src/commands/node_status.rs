@@ -80,10 +80,14 @@ impl Reporter {
                     write(&path, &file);
                     return;
                 };
+                let mut last_hint = None;
                 loop {
                     let current = gateway.borrow_and_update().clone();
                     file.gateway = serde_json::to_value(&current).unwrap_or_default();
-                    log_change(&current);
+                    if current.hint != last_hint {
+                        log_hint(&current);
+                        last_hint.clone_from(&current.hint);
+                    }
                     write(&path, &file);
                     if gateway.changed().await.is_err() {
                         return;
@@ -108,10 +112,10 @@ impl Reporter {
     }
 }
 
-/// One line on stderr per state an operator acts on.
-fn log_change(status: &GatewayStatus) {
+/// One line on stderr each time what the operator should do changes (not on every invoke).
+fn log_hint(status: &GatewayStatus) {
     if let Some(hint) = &status.hint {
-        tracing::info!(state = ?status.state, pairing = ?status.pairing, "{hint}");
+        tracing::warn!(state = ?status.state, pairing = ?status.pairing, "gateway: {hint}");
     }
 }
 

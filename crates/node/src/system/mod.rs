@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 pub use clawmcp_process::MAX_CAPTURED_BYTES;
 pub use request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+pub use run::{INVALID_REQUEST, RUN_DISABLED, SYSTEM_RUN_DENIED, UNAVAILABLE};
 pub use run::{MAX_RESULT_WIRE_BYTES, MAX_STREAM_WIRE_BYTES};
-pub use run::{RUN_DISABLED, SYSTEM_RUN_DENIED, UNAVAILABLE};
 pub use which::MAX_BINS;
 
 use crate::approvals::ExecApprovals;

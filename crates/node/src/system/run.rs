@@ -63,11 +63,10 @@ pub fn ensure_enabled(settings: &LiveSettings) -> Result<(), CapabilityError> {
     }
 }
 
-/// The gateway's error code of a run the exec-approval policy refused (upstream's word for
-/// "ask the operator", which the gateway's exec tool turns into prepare, approve, re-invoke).
-pub const SYSTEM_RUN_DENIED: &str = "SYSTEM_RUN_DENIED";
-/// The gateway's error code of a command this node does not serve right now.
-pub const UNAVAILABLE: &str = "UNAVAILABLE";
+/// The gateway's codes: `SYSTEM_RUN_DENIED` for a run the exec-approval policy refused
+/// (upstream's word for "ask the operator", which the gateway's exec tool turns into prepare,
+/// approve, re-invoke), `UNAVAILABLE` while the command is switched off.
+pub use clawmcp_mcp::tool::codes::{INVALID_REQUEST, SYSTEM_RUN_DENIED, UNAVAILABLE};
 
 /// Serves `system.run` (the kill switch has been checked by the caller once already).
 pub async fn invoke(

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use clawmcp_mcp::ToolAnnotations;
 use serde_json::{Map, Value, json};
 
-use crate::capability::{CommandSpec, InvokeResult, args};
+use crate::capability::{CapabilityError, CommandSpec, InvokeResult, args};
 
 /// The most names one call may look up. Each name costs a `stat` per PATH entry; the bound keeps
 /// a single call cheap while staying far above any real skill list.
@@ -70,7 +70,7 @@ fn output_schema() -> clawmcp_mcp::Schema {
 pub async fn invoke(args: &Map<String, Value>) -> InvokeResult {
     let names = args::string_array(args, "bins");
     if names.is_empty() {
-        return Err("Missing bins parameter".into());
+        return Err(CapabilityError::new("Missing bins parameter").with_code(clawmcp_mcp::tool::codes::INVALID_REQUEST));
     }
     if names.len() > MAX_BINS {
         return Err(format!(

@@ -1,0 +1,410 @@
+"""`clawmcp node` in gateway node mode against the REAL OpenClaw gateway, beside the REAL headless
+node host (`openclaw node run`) on the same gateway: pairing, payload shapes, cancel, rotation,
+restart. One PASS/FAIL row per check; nothing is skipped.
+
+Checks, in order (each later one needs the earlier ones' state; a failed prerequisite fails them
+with the reason):
+  pending          ours appears in node.list as pending-approval, as node-host/linux/Linux,
+                   declaring system.run/system.which; `clawmcp node status` says pending
+  approve          `openclaw nodes approve <requestId>` (the real CLI); status says approved
+  status-lists     `openclaw nodes status --json` (the real CLI) lists ours with our commands
+  same-which       node.invoke system.which on ours and on the real node host: the same payload
+  same-run         node.invoke system.run [echo, hi] on both: the same keys, value types, stdout
+  cli-invoke       `openclaw nodes invoke --node <ours> --command system.which` (the real CLI)
+  params-null      node.invoke without params: ours answers a clear error (the real one too)
+  plugin-tool      ours published its plugin tools; node.invoke mcp.tools.call.v1 device.info
+                   answers an MCP CallToolResult
+  mcp-beside       one local MCP call (`clawmcp call`) on the same running node
+  timeout-kills    a system.run of `sleep 300` with timeoutMs 2000 fails TIMEOUT and no process
+                   of it is left
+  token-rotation   gateway.auth.token rewritten (hot reload, 4001): ours comes back with its
+                   device token and is still approved and invocable
+  restart          the gateway stopped and started again: ours comes back on its own
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+OURS = "clawmcp-e2e-node"
+REAL = "real-node-host"
+WAIT_S = 90
+# A permissive policy: the suite is about the gateway path, not the policy (unit-tested).
+ALLOW_ALL = '{"version":1,"defaults":{"security":"full","ask":"off","askFallback":"deny"},"agents":{}}'
+
+
+class Failed(Exception):
+    pass
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise Failed(message)
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout_s: float = WAIT_S, every_s: float = 0.25) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except Exception as err:  # noqa: BLE001 - a probe that cannot answer yet is "not yet"
+            last = err
+        else:
+            if last:
+                return last
+        time.sleep(every_s)
+    raise Failed(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {str(last)[:400]})")
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+class Suite:
+    def __init__(self, args: argparse.Namespace):
+        sys.path.insert(0, str(HERE))
+        from harness import Gateway  # noqa: PLC0415  (shared harness, imported at run time)
+
+        self.gateway_env = Path(args.gateway_env)
+        self.gateway = Gateway.from_env_file(self.gateway_env)
+        self.bin = args.clawmcp_bin
+        self.artifacts = Path(args.artifacts)
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        self.rows: list[tuple[str, bool, str]] = []
+        self.done: set[str] = set()
+        self.ours: subprocess.Popen | None = None
+        self.real: subprocess.Popen | None = None
+        self.data = self.artifacts / "ours-data"
+        self.port = 0
+        self.ours_id = ""
+        self.real_id = ""
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def check(self, name: str, body: Callable[[], str | None], needs: tuple[str, ...] = ()) -> None:
+        missing = [n for n in needs if n not in self.done]
+        if missing:
+            self.rows.append((name, False, f"not run: needs {', '.join(missing)}"))
+            return
+        try:
+            detail = body() or ""
+            self.rows.append((name, True, detail))
+            self.done.add(name)
+        except Exception as err:  # noqa: BLE001 - every failure becomes a FAIL row
+            detail = str(err) if isinstance(err, Failed) else f"{type(err).__name__}: {err}\n{traceback.format_exc()}"
+            self.rows.append((name, False, detail))
+
+    def token(self) -> str:
+        return self.gateway.token_file.read_text().strip()
+
+    def client_env(self) -> dict[str, str]:
+        home = self.artifacts / "cli-home"
+        (home / "state").mkdir(parents=True, exist_ok=True)
+        config = home / "state" / "openclaw.json"
+        if not config.exists():
+            config.write_text(json.dumps({"logging": {"file": str(self.artifacts / "openclaw-cli.log")}}))
+        return {
+            "PATH": f"{Path(self.gateway.node).parent}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": str(home),
+            "OPENCLAW_HOME": str(home),
+            "OPENCLAW_STATE_DIR": str(home / "state"),
+            "OPENCLAW_CONFIG_PATH": str(config),
+            "OPENCLAW_OFFLINE": "1",
+            "OPENCLAW_NO_AUTO_UPDATE": "1",
+            "OPENCLAW_NO_RESPAWN": "1",
+            "OPENCLAW_DISABLE_BONJOUR": "1",
+        }
+
+    def openclaw(self, *argv: str) -> Any:
+        """The real openclaw CLI against the gateway, --json; returns the parsed output."""
+        command = [self.gateway.node, self.gateway.openclaw_entry, *argv, "--url", self.gateway.url, "--token",
+                   self.token(), "--json"]
+        done = subprocess.run(command, env=self.client_env(), capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise Failed(f"openclaw {' '.join(argv)} exited {done.returncode}: {(done.stderr or done.stdout)[-1500:]}")
+        text = done.stdout.strip()
+        start = min([i for i in (text.find("{"), text.find("[")) if i >= 0], default=0)
+        return json.loads(text[start:])
+
+    def invoke(self, node_id: str, command: str, params: Any = None, timeout_ms: int = 15000) -> Any:
+        body: dict[str, Any] = {"nodeId": node_id, "command": command, "idempotencyKey": str(uuid.uuid4()),
+                                "timeoutMs": timeout_ms}
+        if params is not None:
+            body["params"] = params
+        return self.gateway.rpc("node.invoke", body, timeout_s=max(30, timeout_ms // 1000 + 30))
+
+    def invoke_error(self, node_id: str, command: str, params: Any = None, timeout_ms: int = 15000) -> str:
+        try:
+            answer = self.invoke(node_id, command, params, timeout_ms)
+        except RuntimeError as err:
+            return str(err)
+        raise Failed(f"expected an error, got {json.dumps(answer)[:400]}")
+
+    def node_entry(self, name: str) -> dict[str, Any] | None:
+        for node in self.gateway.rpc("node.list", {}).get("nodes", []):
+            if node.get("displayName") == name:
+                return node
+        return None
+
+    def status(self) -> dict[str, Any]:
+        done = subprocess.run([self.bin, "node", "status", "--json", "--data-dir", str(self.data)], capture_output=True,
+                              text=True, timeout=30)
+        return json.loads(done.stdout)
+
+    def gateway_status(self) -> dict[str, Any]:
+        return self.status().get("gateway", {})
+
+    # -- processes -----------------------------------------------------------------------------
+    def start_ours(self) -> None:
+        self.data.mkdir(mode=0o700, parents=True, exist_ok=True)
+        policy = self.data / "exec-approvals.json"
+        policy.write_text(ALLOW_ALL)
+        policy.chmod(0o600)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        log = open(self.artifacts / "clawmcp-node.log", "w")  # noqa: SIM115 - lives as long as the node
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.artifacts / "ours-home"),
+               "RUST_LOG": "info"}
+        (self.artifacts / "ours-home").mkdir(exist_ok=True)
+        self.ours = subprocess.Popen(
+            [self.bin, "node", "--port", str(self.port), "--data-dir", str(self.data), "--gateway-url", self.gateway.url,
+             "--gateway-token-file", str(self.gateway.token_file), "--name", OURS],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+
+    def start_real(self) -> None:
+        home = self.artifacts / "real-home"
+        state = self.artifacts / "real-state"
+        home.mkdir(exist_ok=True)
+        state.mkdir(exist_ok=True)
+        (state / "openclaw.json").write_text(json.dumps({"logging": {"file": str(self.artifacts / "real-node-file.log")}}))
+        port = self.gateway.url.rsplit(":", 1)[1]
+        env = self.client_env() | {"HOME": str(home), "OPENCLAW_HOME": str(home), "OPENCLAW_STATE_DIR": str(state),
+                                   "OPENCLAW_CONFIG_PATH": str(state / "openclaw.json"),
+                                   "OPENCLAW_GATEWAY_TOKEN": self.token()}
+        log = open(self.artifacts / "real-node.log", "w")  # noqa: SIM115
+        self.real = subprocess.Popen(
+            [self.gateway.node, self.gateway.openclaw_entry, "node", "run", "--host", "127.0.0.1", "--port", port,
+             "--display-name", REAL],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+
+    def stop(self) -> list[str]:
+        problems = []
+        for name, process in (("clawmcp node", self.ours), ("openclaw node run", self.real)):
+            if process is None or process.poll() is not None:
+                continue
+            if process is self.real:
+                os.killpg(process.pid, signal.SIGTERM)
+            else:
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                problems.append(f"{name} (pid {process.pid}) ignored SIGTERM for 20 s")
+                if process is self.real:
+                    os.killpg(process.pid, signal.SIGKILL)
+                else:
+                    process.kill()
+                process.wait(timeout=10)
+        return problems
+
+    # -- checks --------------------------------------------------------------------------------
+    def pending(self) -> str:
+        # The paired device can be listed a moment before its node connection registers.
+        entry = wait_for("our node connected in node.list",
+                         lambda: (e := self.node_entry(OURS)) and e.get("connected") and e.get("approvalState") != "unapproved" and e)
+        self.ours_id = entry["nodeId"]
+        expect(entry.get("clientId") == "node-host", f"clientId {entry.get('clientId')}")
+        expect(entry.get("platform") == "linux" and entry.get("deviceFamily") == "Linux", f"platform {entry}")
+        expect(entry.get("approvalState") == "pending-approval", f"approvalState {entry.get('approvalState')}")
+        declared = entry.get("pendingDeclaredCommands") or []
+        expect("system.run" in declared and "system.which" in declared, f"pendingDeclaredCommands {declared}")
+        status = wait_for("our status to say pending", lambda: (s := self.gateway_status()).get("pairing") == "pending" and s)
+        expect(status.get("state") == "connected", f"status {status}")
+        expect("openclaw nodes approve" in (status.get("hint") or ""), f"hint {status.get('hint')}")
+        return f"node {self.ours_id[:12]}… declared {len(declared)} admitted commands"
+
+    def approve(self) -> str:
+        pending = self.openclaw("nodes", "pending")
+        request = next((r for r in pending if r.get("nodeId") == self.ours_id), None)
+        expect(request is not None, f"our node is not in `openclaw nodes pending`: {json.dumps(pending)[:600]}")
+        status = self.gateway_status()
+        expect(status.get("requestId") == request["requestId"], f"our status names {status.get('requestId')}")
+        expect(f"openclaw nodes approve {request['requestId']}" in (status.get("hint") or ""), f"hint {status}")
+        self.openclaw("nodes", "approve", request["requestId"])
+        wait_for("approvalState approved", lambda: (self.node_entry(OURS) or {}).get("approvalState") == "approved")
+        wait_for("our status to say approved", lambda: self.gateway_status().get("pairing") == "approved")
+        return f"request {request['requestId'][:8]}… approved with the real CLI"
+
+    def approve_real(self) -> str:
+        entry = wait_for("the real node host connected in node.list",
+                         lambda: (e := self.node_entry(REAL)) and e.get("connected") and e.get("approvalState") != "unapproved" and e)
+        self.real_id = entry["nodeId"]
+        if entry.get("approvalState") != "approved":
+            request = entry.get("pendingRequestId")
+            expect(bool(request), f"the real node host has no pending request: {entry}")
+            self.gateway.rpc("node.pair.approve", {"requestId": request})
+            wait_for("the real node approved", lambda: (self.node_entry(REAL) or {}).get("approvalState") == "approved")
+        return f"real node {self.real_id[:12]}…"
+
+    def status_lists(self) -> str:
+        listed = self.openclaw("nodes", "status")
+        entry = next((n for n in listed.get("nodes", []) if n.get("nodeId") == self.ours_id), None)
+        expect(entry is not None, "ours is not in `openclaw nodes status --json`")
+        for command in ("system.run", "system.which", "mcp.tools.call.v1"):
+            expect(command in entry.get("commands", []), f"{command} not in {entry.get('commands')}")
+        expect(bool(entry.get("hostStats")), f"no hostStats (node.host.stats) in {entry}")
+        return f"{len(entry['commands'])} commands, hostStats cpuCount {entry['hostStats'].get('cpuCount')}"
+
+    def same_which(self) -> str:
+        ours = self.invoke(self.ours_id, "system.which", {"bins": ["sh", "no-such-binary-xyz"]})
+        real = self.invoke(self.real_id, "system.which", {"bins": ["sh", "no-such-binary-xyz"]})
+        expect(ours.get("payload") == real.get("payload"), f"ours {ours.get('payload')} vs real {real.get('payload')}")
+        return json.dumps(ours["payload"])
+
+    def same_run(self) -> str:
+        ours = self.invoke(self.ours_id, "system.run", {"command": ["echo", "hi"]})["payload"]
+        real = self.invoke(self.real_id, "system.run", {"command": ["echo", "hi"]})["payload"]
+        shape = lambda payload: {k: type(v).__name__ for k, v in payload.items()}  # noqa: E731
+        expect(shape(ours) == shape(real), f"ours {shape(ours)} vs real {shape(real)}")
+        expect(ours["stdout"] == real["stdout"] == "hi\n", f"stdout {ours['stdout']!r} vs {real['stdout']!r}")
+        expect(ours["exitCode"] == real["exitCode"] == 0 and ours["success"] is True, f"{ours}")
+        return json.dumps(ours)
+
+    def cli_invoke(self) -> str:
+        answer = self.openclaw("nodes", "invoke", "--node", OURS, "--command", "system.which", "--params",
+                               '{"bins":["sh"]}')
+        expect(answer.get("ok") is True and "sh" in (answer.get("payload") or {}).get("bins", {}), f"{answer}")
+        return json.dumps(answer.get("payload"))
+
+    def params_null(self) -> str:
+        ours = self.invoke_error(self.ours_id, "system.which")
+        real = self.invoke_error(self.real_id, "system.which")
+        expect("bins" in ours and "INVALID_REQUEST" in ours, f"ours does not say what is missing: {ours}")
+        return f"ours: {ours[-160:]} | real: {real[-120:]}"
+
+    def plugin_tool(self) -> str:
+        entry = self.node_entry(OURS) or {}
+        published = [tool.get("name") for tool in entry.get("nodePluginTools") or []]
+        expect("device_info" in published, f"nodePluginTools {published}")
+        expect("system_run" not in published, "system.run must stay behind the exec tool's approval flow")
+        answer = self.invoke(self.ours_id, "mcp.tools.call.v1", {"server": "clawmcp", "tool": "device.info", "arguments": {}})
+        payload = answer["payload"]
+        expect(payload.get("content", [{}])[0].get("type") == "text", f"{payload}")
+        info = json.loads(payload["content"][0]["text"])
+        expect(bool(info), f"device.info answered nothing: {payload}")
+        return f"{len(published)} plugin tools; device.info keys {sorted(info)[:5]}"
+
+    def mcp_beside(self) -> str:
+        done = subprocess.run([self.bin, "call", "system.which", "--params", '{"bins":["sh"]}', "--port", str(self.port),
+                               "--data-dir", str(self.data)], capture_output=True, text=True, timeout=60)
+        expect(done.returncode == 0, f"clawmcp call exited {done.returncode}: {done.stderr[-600:]}")
+        return done.stdout.strip()[:120]
+
+    def timeout_kills(self) -> str:
+        marker = f"clawmcp-e2e-timeout-{uuid.uuid4().hex[:8]}"
+        started = time.monotonic()
+        error = self.invoke_error(self.ours_id, "system.run", {"command": ["sh", "-c", f"sleep 300 # {marker}"],
+                                                               "timeoutMs": 600000}, timeout_ms=2000)
+        expect("TIMEOUT" in error or "timed out" in error, f"not a timeout: {error}")
+        wait_for("no process of the timed-out run", lambda: not processes_with(marker), timeout_s=10)
+        return f"invoke failed after {time.monotonic() - started:.1f} s; process group gone"
+
+    def token_rotation(self) -> str:
+        config_path = self.gateway.root / "state" / "openclaw.json"
+        config = json.loads(config_path.read_text())
+        rotated = uuid.uuid4().hex + uuid.uuid4().hex
+        config["gateway"]["auth"]["token"] = rotated
+        config_path.write_text(json.dumps(config, indent=2))
+        # Ours was started with the harness token file and keeps sending the stale token: only
+        # its saved device token can get it back in. The operator side (this suite's RPCs and
+        # the real CLI) gets the new token once ours has been dropped.
+        wait_for("ours to drop (4001) and come back", lambda: self.gateway_status().get("state") != "connected", 30, 0.05)
+        self.gateway.token_file.write_text(rotated)
+        wait_for("ours connected again", lambda: self.gateway_status().get("state") == "connected")
+        entry = wait_for("ours approved again", lambda: (e := self.node_entry(OURS)) and e.get("connected") and e)
+        expect(entry.get("approvalState") == "approved", f"re-pairing was needed: {entry.get('approvalState')}")
+        answer = self.invoke(self.ours_id, "system.which", {"bins": ["sh"]})
+        expect("sh" in answer["payload"]["bins"], f"{answer}")
+        log = (self.artifacts / "clawmcp-node.log").read_text(errors="replace")
+        expect("retrying with this device's token" in log, "no device-token retry in our log")
+        return "back in with the device token, still approved"
+
+    def restart(self) -> str:
+        root = self.gateway.root
+        subprocess.run(["bash", str(HERE / "stop.sh"), str(root)], check=True, timeout=60, capture_output=True)
+        wait_for("ours to notice", lambda: self.gateway_status().get("state") == "connecting", 30)
+        done = subprocess.run(["bash", str(HERE / "start.sh"), "--root", str(root), "--restart"], capture_output=True,
+                              text=True, timeout=240)
+        expect(done.returncode == 0, f"the gateway did not restart: {done.stderr[-800:]}")
+        from harness import Gateway  # noqa: PLC0415
+
+        self.gateway = Gateway.from_env_file(self.gateway_env)
+        wait_for("ours connected again", lambda: self.gateway_status().get("state") == "connected", 120)
+        answer = wait_for("an invoke after the restart", lambda: self.invoke(self.ours_id, "system.which", {"bins": ["sh"]}))
+        expect("sh" in answer["payload"]["bins"], f"{answer}")
+        return "reconnected on its own"
+
+    def run(self) -> int:
+        try:
+            self.start_ours()
+            self.start_real()
+            self.check("pending", self.pending)
+            self.check("approve", self.approve, ("pending",))
+            self.check("approve-real", self.approve_real)
+            self.check("status-lists", self.status_lists, ("approve",))
+            self.check("same-which", self.same_which, ("approve", "approve-real"))
+            self.check("same-run", self.same_run, ("approve", "approve-real"))
+            self.check("cli-invoke", self.cli_invoke, ("approve",))
+            self.check("params-null", self.params_null, ("approve", "approve-real"))
+            self.check("plugin-tool", self.plugin_tool, ("approve",))
+            self.check("mcp-beside", self.mcp_beside, ("pending",))
+            self.check("timeout-kills", self.timeout_kills, ("approve",))
+            self.check("token-rotation", self.token_rotation, ("approve",))
+            self.check("restart", self.restart, ("approve",))
+        finally:
+            for problem in self.stop():
+                self.rows.append(("stop", False, problem))
+        width = max(len(name) for name, _, _ in self.rows)
+        for name, ok, detail in self.rows:
+            print(f"{'PASS' if ok else 'FAIL'}  {name.ljust(width)}  {detail.splitlines()[0] if ok and detail else detail}")
+        failed = sum(1 for _, ok, _ in self.rows if not ok)
+        print(f"node-mode: {len(self.rows) - failed} passed, {failed} failed")
+        rows = [{"check": n, "ok": ok, "detail": d} for n, ok, d in self.rows]
+        (self.artifacts / "node-mode.json").write_text(json.dumps(rows, indent=2))
+        return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gateway-env", required=True)
+    parser.add_argument("--clawmcp-bin", required=True)
+    parser.add_argument("--artifacts", required=True)
+    return Suite(parser.parse_args()).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
