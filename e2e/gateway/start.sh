@@ -82,7 +82,9 @@ if ((RESTART)); then
   [[ -n "$ROOT" && -f "$ROOT/gateway.env" ]] || e2e_die "--restart needs the --root of an earlier run (no gateway.env there)"
   if [[ -e "$ROOT/gateway.pid" ]]; then
     old_pid="$(cat "$ROOT/gateway.pid")"
-    if kill -0 "$old_pid" 2>/dev/null && [[ "$(e2e_proc_start "$old_pid")" == "$(cat "$ROOT/gateway.pid.start" 2>/dev/null)" ]]; then
+    # A stopped gateway whose parent has not reaped it yet is a zombie: not running.
+    if kill -0 "$old_pid" 2>/dev/null && [[ "$(awk '{print $3}' "/proc/$old_pid/stat" 2>/dev/null)" != Z ]] &&
+      [[ "$(e2e_proc_start "$old_pid")" == "$(cat "$ROOT/gateway.pid.start" 2>/dev/null)" ]]; then
       e2e_die "$ROOT's gateway (pid $old_pid) still runs; stop it with stop.sh first"
     fi
     rm -f -- "$ROOT/gateway.pid" "$ROOT/gateway.pid.start"

@@ -72,6 +72,8 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         );
         let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
         check_filter(&registry, &filter)?;
+        let filter_for_gateway = filter.clone();
+        let settings_status_path = data.status_path();
         let service = NodeMcpService::new(registry.clone())
             .with_filter(filter)
             .with_local_methods(Arc::new(ApprovalsApi(approvals)));
@@ -129,23 +131,161 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
 
         let shutdown = CancellationToken::new();
         stop_on_signal(shutdown.clone(), Some("clawmcp node: shutting down"));
-        let link = gateway.map(|config| NodeLink::start(config, registry.clone()));
-        let reporter = node_status::Reporter::start(data.status_path(), endpoint, link.as_ref());
-        let served = match server {
-            Some(server) => server.serve(mcp, shutdown.clone()).await.context("the MCP server failed"),
-            None => {
-                shutdown.cancelled().await;
-                Ok(())
-            }
+        let mut transports = Transports {
+            mcp,
+            registry,
+            data,
+            port: args.port,
+            gateway_args: args.gateway,
+            filter: filter_for_gateway,
+            listener: None,
+            link: None,
+            reporter: node_status::Reporter::new(settings_status_path),
+            gateway_error: None,
         };
-        if let Some(link) = link {
-            link.close().await;
+        if let Some(server) = server {
+            transports.serve(server);
         }
-        reporter.stopped().await;
-        served?;
+        if let Some(config) = gateway {
+            transports.link = Some(NodeLink::start(config, transports.registry.clone()));
+        }
+        transports.report();
+        // The mode matrix is live: `clawmcp settings set EnableNodeMode|EnableMcpServer` on a
+        // running node starts or stops that transport within one poll (one `stat` per poll).
+        let outcome = loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break Ok(()),
+                () = tokio::time::sleep(SETTINGS_POLL) => {}
+            }
+            if let Some(failed) = transports.listener_failed().await {
+                break failed;
+            }
+            transports.reconcile(&settings.current()).await;
+        };
+        transports.stop().await;
+        outcome?;
         output::note("clawmcp node: stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// How often a running node looks at settings.json for a mode change.
+const SETTINGS_POLL: Duration = Duration::from_millis(500);
+
+/// The node's transports as they run right now, started and stopped as the mode matrix says.
+struct Transports {
+    mcp: Arc<McpServer<NodeMcpService>>,
+    registry: Arc<Registry>,
+    data: DataDir,
+    port: u16,
+    gateway_args: GatewayNodeArgs,
+    filter: ToolFilter,
+    /// The MCP listener: its endpoint, stop switch and task.
+    listener: Option<(String, CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>)>,
+    link: Option<NodeLink>,
+    reporter: node_status::Reporter,
+    /// The last reason node mode could not start (logged once per distinct reason).
+    gateway_error: Option<String>,
+}
+
+impl Transports {
+    fn serve(&mut self, server: clawmcp_http::HttpServer) {
+        let endpoint = server.endpoint();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(server.serve(self.mcp.clone(), stop.clone()));
+        self.listener = Some((endpoint, stop, task));
+    }
+
+    fn report(&mut self) {
+        let endpoint = self.listener.as_ref().map(|(endpoint, _, _)| endpoint.clone());
+        self.reporter.update(endpoint, self.link.as_ref());
+    }
+
+    /// The listener's error if it stopped on its own (it only does on a fatal error).
+    async fn listener_failed(&mut self) -> Option<anyhow::Result<()>> {
+        if !self.listener.as_ref().is_some_and(|(_, _, task)| task.is_finished()) {
+            return None;
+        }
+        let (_, _, task) = self.listener.take()?;
+        Some(match task.await {
+            Ok(result) => result.context("the MCP server failed"),
+            Err(error) => Err(anyhow::anyhow!("the MCP server task failed: {error}")),
+        })
+    }
+
+    /// Starts or stops each transport to match `settings`. A transport that cannot start is
+    /// reported (log and status) and retried at the next change; nothing else stops.
+    async fn reconcile(&mut self, settings: &Settings) {
+        let mut changed = false;
+        match (settings.enable_mcp_server, self.listener.is_some()) {
+            (true, false) => {
+                let config =
+                    HttpConfig { port: self.port, token_path: self.data.token_path(), limits: Limits::default() };
+                match clawmcp_http::bind(config).await {
+                    Ok(server) => {
+                        output::note(&format!(
+                            "clawmcp node: EnableMcpServer is on: serving MCP on {}",
+                            server.endpoint()
+                        ));
+                        self.serve(server);
+                        changed = true;
+                    }
+                    Err(error) => tracing::warn!(%error, "EnableMcpServer is on, but the MCP server cannot start"),
+                }
+            }
+            (false, true) => {
+                if let Some((endpoint, stop, task)) = self.listener.take() {
+                    stop.cancel();
+                    let _ = task.await;
+                    output::note(&format!("clawmcp node: EnableMcpServer is off: stopped serving MCP on {endpoint}"));
+                    changed = true;
+                }
+            }
+            _ => {}
+        }
+        match (settings.enable_node_mode, self.link.is_some()) {
+            (true, false) => match gateway_link_config(&self.gateway_args, settings, &self.data, self.filter.clone()) {
+                Ok(config) => {
+                    output::note(&format!(
+                        "clawmcp node: EnableNodeMode is on: joining the gateway at {} as node `{}`",
+                        config.url, config.display_name
+                    ));
+                    self.link = Some(NodeLink::start(config, self.registry.clone()));
+                    self.gateway_error = None;
+                    changed = true;
+                }
+                Err(error) => {
+                    let reason = format!("{error:#}");
+                    if self.gateway_error.as_deref() != Some(reason.as_str()) {
+                        tracing::warn!("EnableNodeMode is on, but node mode cannot start: {reason}");
+                        self.gateway_error = Some(reason);
+                    }
+                }
+            },
+            (false, true) => {
+                if let Some(link) = self.link.take() {
+                    link.close().await;
+                    output::note("clawmcp node: EnableNodeMode is off: left the gateway");
+                    changed = true;
+                }
+            }
+            _ => {}
+        }
+        if changed {
+            self.report();
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some((_, stop, task)) = self.listener.take() {
+            stop.cancel();
+            let _ = task.await;
+        }
+        if let Some(link) = self.link.take() {
+            link.close().await;
+        }
+        self.reporter.stopped().await;
+    }
 }
 
 /// Saves the gateway flags given on the command line into settings.json and turns gateway node

@@ -59,22 +59,35 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn start(path: PathBuf, mcp_endpoint: Option<String>, link: Option<&NodeLink>) -> Reporter {
-        let mcp = match mcp_endpoint {
-            Some(endpoint) => McpStatus { state: "listening".into(), endpoint: Some(endpoint) },
-            None => McpStatus { state: "off".into(), endpoint: None },
-        };
+    /// Nothing is written until the first [`Reporter::update`].
+    pub fn new(path: PathBuf) -> Reporter {
         let file = StatusFile {
             pid: std::process::id(),
             started_at_ms: now_ms(),
             version: env!("CARGO_PKG_VERSION").into(),
             running: true,
-            mcp,
+            mcp: McpStatus { state: "off".into(), endpoint: None },
             gateway: serde_json::json!({"state": "off"}),
         };
+        Reporter { path, file, gateway: None, task: None }
+    }
+
+    /// What runs now: the MCP endpoint (if listening) and the gateway link (if any). The file
+    /// follows the link's state from here on.
+    pub fn update(&mut self, mcp_endpoint: Option<String>, link: Option<&NodeLink>) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.file.mcp = match mcp_endpoint {
+            Some(endpoint) => McpStatus { state: "listening".into(), endpoint: Some(endpoint) },
+            None => McpStatus { state: "off".into(), endpoint: None },
+        };
+        self.file.gateway = serde_json::json!({"state": "off"});
         let gateway = link.map(NodeLink::watch_status);
-        let task = {
-            let (path, mut file, gateway) = (path.clone(), file.clone(), gateway.clone());
+        self.gateway.clone_from(&gateway);
+        let mut file = self.file.clone();
+        let path = self.path.clone();
+        self.task = Some({
             tokio::spawn(async move {
                 let Some(mut gateway) = gateway else {
                     write(&path, &file);
@@ -94,8 +107,7 @@ impl Reporter {
                     }
                 }
             })
-        };
-        Reporter { path, file, gateway, task: Some(task) }
+        });
     }
 
     /// Records a clean stop.

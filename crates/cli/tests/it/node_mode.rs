@@ -174,3 +174,64 @@ fn status_without_a_node_ever_run_says_so() {
         .stdout(contains("not running"))
         .stdout(contains("clawmcp node"));
 }
+
+#[test]
+fn the_mode_matrix_switches_live_in_both_directions() {
+    let (runtime, fake) = gateway();
+    let sandbox = Sandbox::new();
+    let token_file = sandbox.write_data_file("gateway.token", FAKE_TOKEN);
+    let saved = json!({"GatewayUrl": fake.url(), "GatewayTokenFile": token_file, "NodeDisplayName": "live"});
+    sandbox.write_data_file("settings.json", &saved.to_string());
+    let node = Node::start(&sandbox);
+    assert_eq!(fake.connect_attempts(), 0, "MCP only: no gateway connection");
+    let set = |key: &str, value: &str| {
+        sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).args(["set", key, value]).assert().success();
+    };
+    let within = |what: &str, future: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + '_>>| {
+        runtime
+            .block_on(async { tokio::time::timeout(WAIT, future).await })
+            .unwrap_or_else(|_| panic!("{what}\n{}", node.stderr()));
+    };
+
+    set("EnableNodeMode", "true");
+    within("node mode on: the node joins the gateway", Box::pin(fake.wait_for_handshakes(1)));
+    wait_for(
+        WAIT,
+        "status to show the gateway",
+        || (status_json(&sandbox)["gateway"]["state"] == "connected").then_some(()),
+        || node.stderr(),
+    );
+    assert_eq!(fake.requests("connect")[0]["client"]["displayName"], "live", "the saved name");
+
+    set("EnableNodeMode", "false");
+    within(
+        "node mode off: the node leaves the gateway",
+        Box::pin(async {
+            fake.wait_for_client_closes(1).await;
+        }),
+    );
+    wait_for(
+        WAIT,
+        "status to show the gateway off",
+        || (status_json(&sandbox)["gateway"]["state"] == "off").then_some(()),
+        || node.stderr(),
+    );
+
+    set("EnableMcpServer", "false");
+    wait_for(
+        WAIT,
+        "the MCP port to close",
+        || crate::support::probe(node.port, None).is_err().then_some(()),
+        || node.stderr(),
+    );
+    assert_eq!(status_json(&sandbox)["mcp"]["state"], "off");
+    set("EnableMcpServer", "true");
+    wait_for(
+        WAIT,
+        "the MCP port to answer again",
+        || (crate::support::probe(node.port, Some(&node.token())) == Ok(200)).then_some(()),
+        || node.stderr(),
+    );
+    assert_eq!(status_json(&sandbox)["running"], true);
+    drop(node);
+}
