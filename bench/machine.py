@@ -1,6 +1,6 @@
 """What every benchmark report states about the machine, and the one percentile rule they use.
 
-Imported by bench/report.py, bench/serve_bench.py and bench/tools_bench.py (run as scripts from
+Imported by bench/report.py, bench/serve_bench.py, bench/tools_bench.py and bench/node_gateway_bench.py (run as scripts from
 bench/, so this directory is on sys.path). Linux facts from /proc and /etc/os-release.
 """
 

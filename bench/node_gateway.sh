@@ -50,3 +50,4 @@ RESULTS=()
 ((WRITE_RESULTS)) && RESULTS=(--write-results "$HERE/NODE_GATEWAY_RESULTS.md")
 timeout 1800 python3 "$HERE/node_gateway_bench.py" --gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$BIN" \
   --artifacts "$TMP/run" --invokes "$INVOKES" --command-line "$COMMAND_LINE" "${RESULTS[@]}"
+if ((WRITE_RESULTS)); then bash "$HERE/results.sh"; fi

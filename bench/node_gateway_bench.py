@@ -10,7 +10,7 @@ Setup (both nodes started, paired and approved) is the e2e suite's own (e2e/gate
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import statistics
 import subprocess
 import sys
@@ -23,14 +23,10 @@ sys.path.insert(0, str(ROOT / "e2e" / "gateway"))
 
 import node_mode  # noqa: E402  (the e2e suite: process setup and pairing)
 import procutil  # noqa: E402
+from machine import cpu_model, mem_total_gib, os_name, percentile  # noqa: E402
 
 SETTLE_S = 5
 BATCH = 100
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
 def rss_mb(pid: int) -> float:
@@ -47,6 +43,7 @@ def main() -> int:
     parser.add_argument("--command-line", default="bench/node_gateway.sh")
     args = parser.parse_args()
     invokes = max(BATCH, min(args.invokes, 5000)) // BATCH * BATCH
+    load_before = "/".join(f"{x:.2f}" for x in os.getloadavg())
 
     suite = node_mode.Suite(argparse.Namespace(gateway_env=args.gateway_env, clawmcp_bin=args.clawmcp_bin,
                                                artifacts=args.artifacts))
@@ -80,8 +77,8 @@ def main() -> int:
         f"| RSS idle (process tree) | {idle[ours]:.1f} MB | {idle[real]:.1f} MB | {idle[real] / idle[ours]:.0f}x smaller |",
         f"| RSS after {invokes} invokes | {after[ours]:.1f} MB | {after[real]:.1f} MB | {after[real] / after[ours]:.0f}x smaller |",
     ]
-    for label, fraction in (("p50", 0.5), ("p99", 0.99)):
-        a, b = percentile(latencies[ours], fraction), percentile(latencies[real], fraction)
+    for label, p in (("p50", 50), ("p99", 99)):
+        a, b = percentile(latencies[ours], p), percentile(latencies[real], p)
         rows.append(f"| system.which invoke {label} (through the gateway) | {a:.2f} ms | {b:.2f} ms | {b / a:.2f}x faster |")
     mean = {name: statistics.fmean(values) for name, values in latencies.items()}
     rows.append(f"| system.which invoke mean | {mean[ours]:.2f} ms | {mean[real]:.2f} ms | {mean[real] / mean[ours]:.2f}x faster |")
@@ -100,6 +97,9 @@ def main() -> int:
             f"connection through the gateway to the node and back, sequential, in batches of {BATCH} alternating "
             "between the two nodes so both see the same load. Targets (issue 10): at least 40x smaller; faster at "
             "p50 and p99.",
+            "",
+            f"Machine: {os.cpu_count()} cores ({cpu_model()}), {mem_total_gib():.0f} GiB RAM, {os_name()}; load average "
+            f"before the run {load_before}.",
             "",
             *rows,
             "",

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clawmcp_node_gateway::{GatewayStatus, NodeLink};
@@ -19,6 +20,9 @@ use tokio::task::JoinHandle;
 use crate::args::NodeStatusArgs;
 use crate::commands::data_dir;
 use crate::output;
+
+/// How long the file lags the node's state at most under a stream of changes.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The largest status file read (a few KiB in practice).
 const MAX_STATUS_BYTES: u64 = 1024 * 1024;
@@ -56,6 +60,9 @@ pub struct Reporter {
     file: StatusFile,
     gateway: Option<watch::Receiver<GatewayStatus>>,
     task: Option<JoinHandle<()>>,
+    /// Bumped by every update and the stop; a write of an older generation (a blocking write
+    /// still running when its task was replaced) is dropped, so the newest view always wins.
+    generation: Arc<Mutex<u64>>,
 }
 
 impl Reporter {
@@ -69,7 +76,7 @@ impl Reporter {
             mcp: McpStatus { state: "off".into(), endpoint: None },
             gateway: serde_json::json!({"state": "off"}),
         };
-        Reporter { path, file, gateway: None, task: None }
+        Reporter { path, file, gateway: None, task: None, generation: Arc::default() }
     }
 
     /// What runs now: the MCP endpoint (if listening) and the gateway link (if any). The file
@@ -78,6 +85,8 @@ impl Reporter {
         if let Some(task) = self.task.take() {
             task.abort();
         }
+        let generation = self.next_generation();
+        let guard = self.generation.clone();
         self.file.mcp = match mcp_endpoint {
             Some(endpoint) => McpStatus { state: "listening".into(), endpoint: Some(endpoint) },
             None => McpStatus { state: "off".into(), endpoint: None },
@@ -90,7 +99,8 @@ impl Reporter {
         self.task = Some({
             tokio::spawn(async move {
                 let Some(mut gateway) = gateway else {
-                    write(&path, &file);
+                    let _ =
+                        tokio::task::spawn_blocking(move || write_if_current(&guard, generation, &path, &file)).await;
                     return;
                 };
                 let mut last_hint = None;
@@ -101,10 +111,16 @@ impl Reporter {
                         log_hint(&current);
                         last_hint.clone_from(&current.hint);
                     }
-                    write(&path, &file);
+                    // Two fsyncs: off the runtime's threads, never in an invocation's path.
+                    let (target, snapshot, guard) = (path.clone(), file.clone(), guard.clone());
+                    let _ =
+                        tokio::task::spawn_blocking(move || write_if_current(&guard, generation, &target, &snapshot))
+                            .await;
                     if gateway.changed().await.is_err() {
                         return;
                     }
+                    // A burst of changes (every answered invocation is one) is one write.
+                    tokio::time::sleep(COALESCE).await;
                 }
             })
         });
@@ -120,7 +136,14 @@ impl Reporter {
             self.file.gateway = serde_json::to_value(&*gateway.borrow()).unwrap_or_default();
         }
         self.file.running = false;
-        write(&self.path, &self.file);
+        let generation = self.next_generation();
+        write_if_current(&self.generation, generation, &self.path, &self.file);
+    }
+
+    fn next_generation(&self) -> u64 {
+        let mut current = self.generation.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *current += 1;
+        *current
     }
 }
 
@@ -128,6 +151,14 @@ impl Reporter {
 fn log_hint(status: &GatewayStatus) {
     if let Some(hint) = &status.hint {
         tracing::warn!(state = ?status.state, pairing = ?status.pairing, "gateway: {hint}");
+    }
+}
+
+/// Writes `file` unless a newer generation has been started since.
+fn write_if_current(current: &Mutex<u64>, generation: u64, path: &Path, file: &StatusFile) {
+    let current = current.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if *current == generation {
+        write(path, file);
     }
 }
 
