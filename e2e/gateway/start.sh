@@ -2,7 +2,7 @@
 # Start the REAL OpenClaw gateway (installed by install.sh) in the background on 127.0.0.1,
 # token auth, in a throwaway state dir, with no model provider, no channels and no plugins.
 #
-# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC] [--restart]
+# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC] [--restart] [--with-node]
 #   --port     gateway port (default: a free port; must be free)
 #   --root     harness dir to create (default: mktemp -d /tmp/clawmcp-gateway.XXXXXX); must
 #              not hold a previous run
@@ -11,6 +11,11 @@
 #   --timeout  seconds to wait for readiness (default 180; the gateway takes 8-20 s)
 #   --restart  start again the gateway of --root after stop.sh stopped it: same port, config,
 #              token and state (a gateway restart, as clients see one)
+#   --with-node  also start the REAL headless node host (`openclaw node run --host 127.0.0.1`)
+#              beside the gateway, in its own state dir ($ROOT/node-host), as the node
+#              "clawmcp-e2e-node-host"; approve its pending command surface (node.pair.approve)
+#              and prove it with node.invoke system.which {"bins":["sh"]}. With --restart: the
+#              same node host identity again (already approved). stop.sh stops it by PID first.
 # Environment: CLAWMCP_GW_PREFIX / CLAWMCP_E2E_CACHE (where install.sh put OpenClaw).
 #
 # stdout: only KEY=VALUE lines (also written to $ROOT/gateway.env), for `eval` or `source`:
@@ -18,7 +23,9 @@
 #   CLAWMCP_GW_HTTP_URL, CLAWMCP_GW_TOKEN_FILE, CLAWMCP_GW_ROOT, CLAWMCP_GW_STATE_DIR,
 #   CLAWMCP_GW_LOG, CLAWMCP_GW_NODE, CLAWMCP_GW_OPENCLAW_PKG, CLAWMCP_GW_OPENCLAW_ENTRY,
 #   CLAWMCP_GW_OPENCLAW_VERSION, CLAWMCP_GW_SEEDED (0|1), CLAWMCP_GW_SEEDED_SESSION_KEY,
-#   CLAWMCP_GW_READY_MS (spawn -> ready).
+#   CLAWMCP_GW_READY_MS (spawn -> ready); with --with-node also CLAWMCP_GW_NODE_HOST_PID,
+#   CLAWMCP_GW_NODE_HOST_PID_START, CLAWMCP_GW_NODE_HOST_ID (its nodeId), CLAWMCP_GW_NODE_HOST_NAME,
+#   CLAWMCP_GW_NODE_HOST_LOG, CLAWMCP_GW_NODE_HOST_READY_MS (spawn -> approved and invocable).
 # The token is only in the 0600 token file and the 0600 config, never on stdout or argv.
 # Readiness: TCP accept, GET /health -> "live", the "[gateway] ready" log line, and every
 # listening socket of the gateway's process tree on a loopback address.
@@ -31,7 +38,7 @@ E2E_LOG_TAG=gateway-start
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-PORT="" ROOT="" SEED=0 TIMEOUT=180 RESTART=0
+PORT="" ROOT="" SEED=0 TIMEOUT=180 RESTART=0 WITH_NODE=0
 while (($#)); do
   case "$1" in
     --port)
@@ -48,6 +55,10 @@ while (($#)); do
       ;;
     --restart)
       RESTART=1
+      shift
+      ;;
+    --with-node)
+      WITH_NODE=1
       shift
       ;;
     --timeout)
@@ -76,18 +87,30 @@ NODE="$CLAWMCP_GW_NODE" ENTRY="$CLAWMCP_GW_OPENCLAW_ENTRY"
 [[ -x "$NODE" && -f "$ENTRY" ]] || e2e_die "node/openclaw missing under $PREFIX; rerun e2e/gateway/install.sh"
 
 port_accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# running PID START: PID is still the process that had START and has not exited. A zombie has
+# exited: the gateway is reparented when start.sh returns, and its new parent (here PID 1) may
+# reap it only later, so `kill -0` alone would call a stopped gateway "still running".
+running() {
+  kill -0 "$1" 2>/dev/null && [[ "$(e2e_proc_start "$1")" == "$2" ]] &&
+    [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]]
+}
 now_ms() { date +%s%3N; }
 
 if ((RESTART)); then
   [[ -n "$ROOT" && -f "$ROOT/gateway.env" ]] || e2e_die "--restart needs the --root of an earlier run (no gateway.env there)"
   if [[ -e "$ROOT/gateway.pid" ]]; then
     old_pid="$(cat "$ROOT/gateway.pid")"
-    # A stopped gateway whose parent has not reaped it yet is a zombie: not running.
-    if kill -0 "$old_pid" 2>/dev/null && [[ "$(awk '{print $3}' "/proc/$old_pid/stat" 2>/dev/null)" != Z ]] &&
-      [[ "$(e2e_proc_start "$old_pid")" == "$(cat "$ROOT/gateway.pid.start" 2>/dev/null)" ]]; then
+    if running "$old_pid" "$(cat "$ROOT/gateway.pid.start" 2>/dev/null)"; then
       e2e_die "$ROOT's gateway (pid $old_pid) still runs; stop it with stop.sh first"
     fi
     rm -f -- "$ROOT/gateway.pid" "$ROOT/gateway.pid.start"
+  fi
+  if [[ -e "$ROOT/node-host.pid" ]]; then
+    old_pid="$(cat "$ROOT/node-host.pid")"
+    if running "$old_pid" "$(cat "$ROOT/node-host.pid.start" 2>/dev/null)"; then
+      e2e_die "$ROOT's node host (pid $old_pid) still runs; stop it with stop.sh first"
+    fi
+    rm -f -- "$ROOT/node-host.pid" "$ROOT/node-host.pid.start"
   fi
   ((SEED)) && e2e_die "--restart keeps the state; --seed does not apply"
   PORT="$(sed -n 's/^CLAWMCP_GW_PORT=//p' "$ROOT/gateway.env")"
@@ -99,6 +122,7 @@ port_accepts "$PORT" && e2e_die "127.0.0.1:$PORT already accepts connections; pi
 mkdir -p "$ROOT"
 ROOT="$(cd "$ROOT" && pwd)"
 [[ -e "$ROOT/gateway.pid" ]] && e2e_die "$ROOT already holds a harness run (gateway.pid exists)"
+[[ -e "$ROOT/node-host.pid" ]] && e2e_die "$ROOT already holds a harness run (node-host.pid exists)"
 umask 077
 STATE="$ROOT/state" HOME_DIR="$ROOT/home" LOGS="$ROOT/logs"
 CONFIG="$STATE/openclaw.json" TOKEN_FILE="$ROOT/gateway.token" LOG="$LOGS/gateway.log"
@@ -194,6 +218,81 @@ listening="$(python3 "$HERE/procutil.py" listeners "$GW_PID")" ||
   fail "the gateway listens on a non-loopback address: $(echo "$listening" | tr '\n' ' ')"
 e2e_log "ready after $((T_READY - T0)) ms; listening on $(echo "$listening" | tr '\n' ' ')"
 
+NODE_HOST_PID="" NODE_HOST_START="" NODE_HOST_ID="" NODE_HOST_NAME="clawmcp-e2e-node-host"
+NODE_HOST_DIR="$ROOT/node-host" NODE_HOST_LOG="$LOGS/node-host.log"
+if ((WITH_NODE)); then
+  # Its own HOME/state/config (its device identity lives in $NODE_HOST_DIR/state), nothing of
+  # the gateway's; the shared token reaches it through the environment, not argv.
+  mkdir -p "$NODE_HOST_DIR/home" "$NODE_HOST_DIR/state"
+  [[ -f "$NODE_HOST_DIR/state/openclaw.json" ]] ||
+    printf '{ "logging": { "file": "%s" } }\n' "$LOGS/node-host-file.log" >"$NODE_HOST_DIR/state/openclaw.json"
+  NODE_HOST_ENV=("${GW_ENV[@]:0:2}"
+    "HOME=$NODE_HOST_DIR/home" "OPENCLAW_HOME=$NODE_HOST_DIR/home"
+    "OPENCLAW_STATE_DIR=$NODE_HOST_DIR/state" "OPENCLAW_CONFIG_PATH=$NODE_HOST_DIR/state/openclaw.json"
+    "OPENCLAW_OFFLINE=1" "OPENCLAW_NO_AUTO_UPDATE=1" "OPENCLAW_NO_RESPAWN=1" "OPENCLAW_DISABLE_BONJOUR=1"
+    "OPENCLAW_GATEWAY_TOKEN=$(cat "$TOKEN_FILE")")
+  node_fail() {
+    e2e_log "node host log tail ($NODE_HOST_LOG):"
+    sed 's/\x1b\[[0-9;]*m//g' "$NODE_HOST_LOG" | tail -n 30 >&2 || true
+    fail "$*"
+  }
+  rpc() { # METHOD [PARAMS_JSON]: one gateway call as the loopback cli operator; the payload on stdout
+    env -i "${GW_ENV[@]:0:2}" timeout 60 "$NODE" "$HERE/gateway_rpc.mjs" --openclaw-pkg "$CLAWMCP_GW_OPENCLAW_PKG" \
+      --url "ws://127.0.0.1:$PORT" --token-file "$TOKEN_FILE" --timeout-ms 30000 "$@"
+  }
+  # node.list entry of ours as "approvalState nodeId pendingRequestId" (only once it is connected).
+  node_entry() {
+    rpc node.list '{}' 2>/dev/null | python3 -c '
+import json, sys
+for n in json.load(sys.stdin).get("nodes", []):
+    if n.get("displayName") == sys.argv[1] and n.get("connected") and n.get("approvalState") not in (None, "unapproved"):
+        print(n.get("approvalState"), n.get("nodeId"), n.get("pendingRequestId") or "-")
+' "$NODE_HOST_NAME"
+  }
+  T_NODE0="$(now_ms)"
+  e2e_log "starting the real node host ($NODE_HOST_NAME, state $NODE_HOST_DIR)"
+  (cd "$NODE_HOST_DIR" && exec env -i "${NODE_HOST_ENV[@]}" setsid "$NODE" "$ENTRY" node run --host 127.0.0.1 \
+    --port "$PORT" --display-name "$NODE_HOST_NAME") >"$NODE_HOST_LOG" 2>&1 </dev/null &
+  NODE_HOST_PID=$!
+  NODE_HOST_START="$(e2e_proc_start "$NODE_HOST_PID")"
+  echo "$NODE_HOST_PID" >"$ROOT/node-host.pid"
+  echo "$NODE_HOST_START" >"$ROOT/node-host.pid.start"
+  unset 'NODE_HOST_ENV[-1]'
+  node_alive() { running "$NODE_HOST_PID" "$NODE_HOST_START"; }
+  until tr '\0' ' ' <"/proc/$NODE_HOST_PID/cmdline" 2>/dev/null | grep -q -- "openclaw.mjs node run"; do
+    node_alive || node_fail "the node host exited during startup"
+    ((SECONDS < deadline)) || node_fail "pid $NODE_HOST_PID never became the node host process"
+    sleep 0.05
+  done
+  entry=""
+  until [[ -n "$entry" ]]; do
+    node_alive || node_fail "the node host exited before it joined the gateway"
+    ((SECONDS < deadline)) || node_fail "the node host never showed up connected in node.list within ${TIMEOUT}s"
+    entry="$(node_entry)" || entry=""
+    [[ -n "$entry" ]] || sleep 0.25
+  done
+  read -r state NODE_HOST_ID request <<<"$entry"
+  if [[ "$state" != approved ]]; then
+    [[ "$request" != - ]] || node_fail "the node host is $state without a pending request id"
+    # The device pairing is auto-approved on loopback; its command surface is not.
+    rpc node.pair.approve "{\"requestId\":\"$request\"}" >/dev/null || node_fail "node.pair.approve $request failed"
+    until [[ "$(node_entry | cut -d' ' -f1)" == approved ]]; do
+      node_alive || node_fail "the node host exited during approval"
+      ((SECONDS < deadline)) || node_fail "the node host's surface was not approved within ${TIMEOUT}s"
+      sleep 0.25
+    done
+  fi
+  # Proof: the gateway can invoke it.
+  which="$(rpc node.invoke "{\"nodeId\":\"$NODE_HOST_ID\",\"command\":\"system.which\",\"params\":{\"bins\":[\"sh\"]},\"idempotencyKey\":\"start-$NODE_HOST_START\",\"timeoutMs\":15000}")" ||
+    node_fail "node.invoke system.which on the node host failed: $which"
+  python3 -c 'import json, sys; p = json.loads(sys.argv[1]); sys.exit(0 if p.get("ok") and "sh" in p["payload"]["bins"] else 1)' "$which" ||
+    node_fail "node.invoke system.which answered without bins.sh: $which"
+  node_listening="$(python3 "$HERE/procutil.py" listeners "$NODE_HOST_PID")" ||
+    node_fail "the node host listens on a non-loopback address: $(echo "$node_listening" | tr '\n' ' ')"
+  T_NODE="$(now_ms)"
+  e2e_log "node host ${NODE_HOST_ID:0:12}… ($state on join) approved and invocable after $((T_NODE - T_NODE0)) ms"
+fi
+
 {
   echo "CLAWMCP_GW_PID=$GW_PID"
   echo "CLAWMCP_GW_PID_START=$GW_START"
@@ -211,4 +310,12 @@ e2e_log "ready after $((T_READY - T0)) ms; listening on $(echo "$listening" | tr
   echo "CLAWMCP_GW_SEEDED=$SEED"
   ((SEED)) && echo "CLAWMCP_GW_SEEDED_SESSION_KEY=agent:main:main"
   echo "CLAWMCP_GW_READY_MS=$((T_READY - T0))"
+  if ((WITH_NODE)); then
+    echo "CLAWMCP_GW_NODE_HOST_PID=$NODE_HOST_PID"
+    echo "CLAWMCP_GW_NODE_HOST_PID_START=$NODE_HOST_START"
+    echo "CLAWMCP_GW_NODE_HOST_ID=$NODE_HOST_ID"
+    echo "CLAWMCP_GW_NODE_HOST_NAME=$NODE_HOST_NAME"
+    echo "CLAWMCP_GW_NODE_HOST_LOG=$NODE_HOST_LOG"
+    echo "CLAWMCP_GW_NODE_HOST_READY_MS=$((T_NODE - T_NODE0))"
+  fi
 } | tee "$ROOT/gateway.env"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Stop a gateway started by start.sh, by the PID it recorded.
+# Stop a gateway started by start.sh (and its node host, with --with-node), by the PIDs it recorded.
 #
 # Usage: e2e/gateway/stop.sh ROOT [--clean]
 #   ROOT     the harness dir (CLAWMCP_GW_ROOT) or its gateway.env
 #   --clean  also delete ROOT (only if it looks like a harness dir)
 #
-# Only the recorded PID is signalled, and only while its /proc start time still matches the
-# one recorded at launch (a reused PID belongs to someone else). Its descendants (spawn
-# broker, SQLite worker) are snapshotted with their start times before the SIGTERM and any
-# that outlive the gateway are stopped the same way. SIGTERM, up to 20 s, then SIGKILL.
+# The node host (its launcher and worker) goes first, then the gateway, each the same way:
+# only a recorded PID is signalled, and only while its /proc start time still matches the one
+# recorded at launch (a reused PID belongs to someone else). Its descendants (spawn broker,
+# SQLite worker, node worker) are snapshotted with their start times before the SIGTERM and
+# any that outlive it are stopped the same way. SIGTERM, up to 20 s, then SIGKILL.
 # Exit status: 0 when nothing of ours is left running, 1 otherwise.
 set -euo pipefail
 
@@ -63,19 +64,23 @@ terminate() {
   done
 }
 
-pid="$(cat "$ROOT/gateway.pid")"
-start="$(cat "$ROOT/gateway.pid.start" 2>/dev/null || true)"
-rc=0
-if ! kill -0 "$pid" 2>/dev/null; then
-  e2e_log "gateway pid $pid is not running"
-elif ! ours "$pid" "$start"; then
-  e2e_log "pid $pid now belongs to another process; not touching it"
-else
-  descendants=()
+# stop_recorded NAME PIDFILE: stop the process recorded in PIDFILE (+ PIDFILE.start) and the
+# descendants it had; returns 1 if any of them is still running.
+stop_recorded() {
+  local name="$1" pid start kid pair rc=0 descendants=()
+  pid="$(cat "$2")"
+  start="$(cat "$2.start" 2>/dev/null || true)"
+  if ! kill -0 "$pid" 2>/dev/null; then
+    e2e_log "$name pid $pid is not running"
+    return 0
+  elif ! ours "$pid" "$start"; then
+    e2e_log "pid $pid now belongs to another process; not touching it"
+    return 0
+  fi
   for kid in $(python3 "$HERE/procutil.py" tree "$pid" | tail -n +2); do
     descendants+=("$kid:$(e2e_proc_start "$kid")")
   done
-  e2e_log "SIGTERM gateway pid $pid (descendants: ${descendants[*]:-none})"
+  e2e_log "SIGTERM $name pid $pid (descendants: ${descendants[*]:-none})"
   terminate 20 "$pid:$start"
   ((${#descendants[@]})) && terminate 5 "${descendants[@]}"
   for pair in "$pid:$start" "${descendants[@]}"; do
@@ -84,8 +89,15 @@ else
       rc=1
     fi
   done
-  ((rc)) || e2e_log "gateway stopped"
-fi
+  ((rc)) || e2e_log "$name stopped"
+  return "$rc"
+}
+
+rc=0
+# The node host (start.sh --with-node) first, so it does not spend the gateway's shutdown
+# reconnecting; it is a launcher plus an openclaw-node worker, both stopped.
+if [[ -f "$ROOT/node-host.pid" ]]; then stop_recorded "node host" "$ROOT/node-host.pid" || rc=1; fi
+stop_recorded gateway "$ROOT/gateway.pid" || rc=1
 
 if ((CLEAN)); then
   # Only a dir start.sh made: it has the pid file and the token file, and is not a system path.
