@@ -4,19 +4,25 @@ restart. One PASS/FAIL row per check; nothing is skipped.
 
 Checks, in order (each later one needs the earlier ones' state; a failed prerequisite fails them
 with the reason):
-  pending          ours appears in node.list as pending-approval, as node-host/linux/Linux,
-                   declaring system.run/system.which; `clawmcp node status` says pending
+  pending          ours appears in node.list and in `openclaw nodes status --json` (the real
+                   CLI) as pending-approval, as node-host/linux/Linux, declaring
+                   system.run/system.which; `clawmcp node status` says connected + pending
   approve          `openclaw nodes approve <requestId>` (the real CLI); status says approved
   status-lists     `openclaw nodes status --json` (the real CLI) lists ours with our commands
   same-which       node.invoke system.which on ours and on the real node host: the same payload
-  same-run         node.invoke system.run [echo, hi] on both: the same keys, value types, stdout
+  same-run         node.invoke system.run [echo, hi] on both: the same keys ({exitCode, timedOut,
+                   success, stdout, stderr, error}), value types, stdout
   cli-invoke       `openclaw nodes invoke --node <ours> --command system.which` (the real CLI)
-  params-null      node.invoke without params: ours answers a clear error (the real one too)
+  params-null      node.invoke without params (paramsJSON null): ours fails with the real node
+                   host's codes (gateway code, nodeError.code, nodeCommandDispatched) and names
+                   what is missing
   plugin-tool      ours published its plugin tools; node.invoke mcp.tools.call.v1 device.info
                    answers an MCP CallToolResult
-  mcp-beside       one local MCP call (`clawmcp call`) on the same running node
-  timeout-kills    a system.run of `sleep 300` with timeoutMs 2000 fails TIMEOUT and no process
-                   of it is left
+  mcp-beside       on the same running node: a raw MCP tools/call over HTTP to our local endpoint
+                   (initialize + tools/call with the bearer token) and `clawmcp call`, each
+                   followed by a gateway invoke
+  timeout-kills    a system.run of `sleep 300 # MARKER` with timeoutMs 2000 fails with
+                   nodeError.code TIMEOUT and within 5 s no process with the marker is left
   token-rotation   gateway.auth.token rewritten (hot reload, 4001): ours comes back with its
                    device token and is still approved and invocable
   restart          the gateway stopped and started again: ours comes back on its own
@@ -33,6 +39,7 @@ import subprocess
 import sys
 import time
 import traceback
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -67,6 +74,22 @@ def wait_for(what: str, probe: Callable[[], Any], timeout_s: float = WAIT_S, eve
                 return last
         time.sleep(every_s)
     raise Failed(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {str(last)[:400]})")
+
+
+def gateway_error(text: str) -> dict[str, Any]:
+    """The gateway's error object from a failed rpc's message ('... failed: {json}')."""
+    start = text.find("{")
+    expect(start >= 0, f"no error object in: {text[:400]}")
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as err:
+        raise Failed(f"unparsable error object ({err}): {text[:400]}") from err
+
+
+def error_codes(error: dict[str, Any]) -> dict[str, Any]:
+    details = error.get("details") or {}
+    return {"code": error.get("code"), "nodeError.code": (details.get("nodeError") or {}).get("code"),
+            "nodeCommandDispatched": details.get("nodeCommandDispatched")}
 
 
 def processes_with(marker: str) -> list[int]:
@@ -245,7 +268,16 @@ class Suite:
         status = wait_for("our status to say pending", lambda: (s := self.gateway_status()).get("pairing") == "pending" and s)
         expect(status.get("state") == "connected", f"status {status}")
         expect("openclaw nodes approve" in (status.get("hint") or ""), f"hint {status.get('hint')}")
-        return f"node {self.ours_id[:12]}… declared {len(declared)} admitted commands"
+        listed = self.openclaw("nodes", "status")
+        cli = next((n for n in listed.get("nodes", []) if n.get("nodeId") == self.ours_id), None)
+        expect(cli is not None, f"ours is not in `openclaw nodes status --json`: {json.dumps(listed)[:600]}")
+        for key, want in (("approvalState", "pending-approval"), ("clientId", "node-host"), ("platform", "linux"),
+                          ("deviceFamily", "Linux")):
+            expect(cli.get(key) == want, f"`openclaw nodes status --json` {key}: {cli.get(key)!r}, want {want!r}")
+        cli_declared = cli.get("pendingDeclaredCommands") or []
+        expect("system.run" in cli_declared and "system.which" in cli_declared,
+               f"`openclaw nodes status --json` pendingDeclaredCommands {cli_declared}")
+        return f"node {self.ours_id[:12]}… declared {len(declared)} admitted commands (node.list and the real CLI)"
 
     def approve(self) -> str:
         pending = self.openclaw("nodes", "pending")
@@ -290,6 +322,8 @@ class Suite:
         real = self.invoke(self.real_id, "system.run", {"command": ["echo", "hi"]})["payload"]
         shape = lambda payload: {k: type(v).__name__ for k, v in payload.items()}  # noqa: E731
         expect(shape(ours) == shape(real), f"ours {shape(ours)} vs real {shape(real)}")
+        keys = {"exitCode", "timedOut", "success", "stdout", "stderr", "error"}
+        expect(set(ours) == keys, f"ours has keys {sorted(ours)}, want {sorted(keys)}")
         expect(ours["stdout"] == real["stdout"] == "hi\n", f"stdout {ours['stdout']!r} vs {real['stdout']!r}")
         expect(ours["exitCode"] == real["exitCode"] == 0 and ours["success"] is True, f"{ours}")
         return json.dumps(ours)
@@ -301,10 +335,12 @@ class Suite:
         return json.dumps(answer.get("payload"))
 
     def params_null(self) -> str:
-        ours = self.invoke_error(self.ours_id, "system.which")
-        real = self.invoke_error(self.real_id, "system.which")
-        expect("bins" in ours and "INVALID_REQUEST" in ours, f"ours does not say what is missing: {ours}")
-        return f"ours: {ours[-160:]} | real: {real[-120:]}"
+        ours = gateway_error(self.invoke_error(self.ours_id, "system.which"))
+        real = gateway_error(self.invoke_error(self.real_id, "system.which"))
+        expect(error_codes(ours) == error_codes(real), f"ours {error_codes(ours)} vs real {error_codes(real)}")
+        expect(error_codes(ours)["nodeError.code"] == "INVALID_REQUEST", f"{ours}")
+        expect("bins" in ours.get("message", ""), f"ours does not say what is missing: {ours.get('message')}")
+        return f"{error_codes(ours)}; ours {ours.get('message')!r}, real {real.get('message')!r}"
 
     def plugin_tool(self) -> str:
         entry = self.node_entry(OURS) or {}
@@ -318,20 +354,102 @@ class Suite:
         expect(bool(info), f"device.info answered nothing: {payload}")
         return f"{len(published)} plugin tools; device.info keys {sorted(info)[:5]}"
 
+    def mcp_post(self, message: dict[str, Any], session: str | None) -> tuple[Any, str | None]:
+        """One JSON-RPC message to our local MCP endpoint (Streamable HTTP): (answer or None, session id)."""
+        headers = {"Authorization": f"Bearer {(self.data / 'mcp-token.txt').read_text().strip()}",
+                   "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/", data=json.dumps(message).encode(),
+                                         headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback only
+            session = response.headers.get("Mcp-Session-Id") or session
+            body = response.read().decode()
+            if "id" not in message:
+                return None, session
+            if "text/event-stream" in (response.headers.get("Content-Type") or ""):
+                for line in body.splitlines():
+                    if line.startswith("data:") and (event := json.loads(line[5:])).get("id") == message["id"]:
+                        return event, session
+                raise Failed(f"no answer to {message['method']} in the event stream: {body[:400]}")
+            return json.loads(body), session
+
     def mcp_beside(self) -> str:
+        init, session = self.mcp_post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "node-mode-e2e", "version": "1"}}},
+            None)
+        expect("result" in init, f"initialize: {init}")
+        self.mcp_post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        called, _ = self.mcp_post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "system.which", "arguments": {"bins": ["sh"]}}}, session)
+        result = called.get("result") or {}
+        expect(result.get("isError") is not True and "/sh" in json.dumps(result), f"tools/call: {called}")
+        after_raw = self.invoke(self.ours_id, "system.which", {"bins": ["sh"]})
+        expect("sh" in after_raw["payload"]["bins"], f"gateway invoke after the MCP call: {after_raw}")
         done = subprocess.run([self.bin, "call", "system.which", "--params", '{"bins":["sh"]}', "--port", str(self.port),
                                "--data-dir", str(self.data)], capture_output=True, text=True, timeout=60)
         expect(done.returncode == 0, f"clawmcp call exited {done.returncode}: {done.stderr[-600:]}")
-        return done.stdout.strip()[:120]
+        expect("/sh" in done.stdout, f"clawmcp call printed {done.stdout[:300]}")
+        after_call = self.invoke(self.ours_id, "system.which", {"bins": ["sh"]})
+        expect("sh" in after_call["payload"]["bins"], f"gateway invoke after clawmcp call: {after_call}")
+        return f"MCP tools/call over HTTP and `clawmcp call`, each beside a gateway invoke (pid {self.ours.pid})"
 
     def timeout_kills(self) -> str:
+        import threading  # noqa: PLC0415
+        import procutil  # noqa: PLC0415  (this directory is on sys.path)
+
         marker = f"clawmcp-e2e-timeout-{uuid.uuid4().hex[:8]}"
+        script = f"sleep 300 # {marker}"
+        outcome: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                outcome["error"] = self.invoke_error(self.ours_id, "system.run",
+                                                     {"command": ["sh", "-c", script],
+                                                      "timeoutMs": 600000}, timeout_ms=2000)
+            except Exception as err:  # noqa: BLE001 - reported below
+                outcome["raised"] = err
+            outcome["at"] = time.monotonic()
+
         started = time.monotonic()
-        error = self.invoke_error(self.ours_id, "system.run", {"command": ["sh", "-c", f"sleep 300 # {marker}"],
-                                                               "timeoutMs": 600000}, timeout_ms=2000)
-        expect("TIMEOUT" in error or "timed out" in error, f"not a timeout: {error}")
-        wait_for("no process of the timed-out run", lambda: not processes_with(marker), timeout_s=10)
-        return f"invoke failed after {time.monotonic() - started:.1f} s; process group gone"
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        # While it runs: the shell with the marker and its children (sleep has no marker), with
+        # their start times, so "gone" cannot be satisfied by a run that never started or by an
+        # orphaned child.
+        # (The marker is also in gateway_rpc.mjs's argv: only the `sh -c` counts.)
+        seen: dict[int, str] = {}
+        shells: set[int] = set()
+        while caller.is_alive():
+            for pid in processes_with(marker):
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                # ours execs the resolved shell (/usr/bin/dash), so match the arguments, not argv[0]
+                if argv[1:3] != [b"-c", script.encode()]:
+                    continue
+                shells.add(pid)
+                for member in procutil.tree(pid):
+                    seen.setdefault(member, procutil.start_time(member))
+            time.sleep(0.05)
+        caller.join()
+        if "raised" in outcome:
+            raise outcome["raised"]
+        failed_after = outcome["at"] - started
+        codes = error_codes(gateway_error(outcome["error"]))
+        expect(codes["nodeError.code"] == "TIMEOUT", f"not a TIMEOUT: {outcome['error']}")
+        expect(failed_after < 10, f"the invoke took {failed_after:.1f} s to fail (timeoutMs 2000)")
+        expect(shells and len(seen) > len(shells), f"the run never showed up as sh + sleep: {seen}")
+        alive = lambda: [pid for pid, st in seen.items() if st and procutil.start_time(pid) == st  # noqa: E731
+                         and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        try:
+            gone = wait_for("no process of the timed-out run", lambda: not alive() and time.monotonic(), timeout_s=5,
+                            every_s=0.05)
+        except Failed as err:
+            raise Failed(f"{err}; still running: {alive()}") from None
+        return (f"TIMEOUT after {failed_after:.1f} s; its {len(seen)} processes (sh + sleep) gone "
+                f"{gone - outcome['at']:.1f} s later")
 
     def token_rotation(self) -> str:
         config_path = self.gateway.root / "state" / "openclaw.json"
