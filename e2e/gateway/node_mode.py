@@ -124,6 +124,11 @@ class Suite:
         self.port = 0
         self.ours_id = ""
         self.real_id = ""
+        # A real node host started by `start.sh --with-node` (node_mode.sh does that), else
+        # start_real() starts one here (bench/node_gateway_bench.py).
+        env = dict(line.split("=", 1) for line in self.gateway_env.read_text().splitlines() if "=" in line)
+        self.external_real = bool(env.get("CLAWMCP_GW_NODE_HOST_ID"))
+        self.real_name = env.get("CLAWMCP_GW_NODE_HOST_NAME", REAL)
 
     # -- plumbing ------------------------------------------------------------------------------
     def check(self, name: str, body: Callable[[], str | None], needs: tuple[str, ...] = ()) -> None:
@@ -293,23 +298,33 @@ class Suite:
 
     def approve_real(self) -> str:
         entry = wait_for("the real node host connected in node.list",
-                         lambda: (e := self.node_entry(REAL)) and e.get("connected") and e.get("approvalState") != "unapproved" and e)
+                         lambda: (e := self.node_entry(self.real_name)) and e.get("connected") and e.get("approvalState") != "unapproved" and e)
         self.real_id = entry["nodeId"]
         if entry.get("approvalState") != "approved":
             request = entry.get("pendingRequestId")
             expect(bool(request), f"the real node host has no pending request: {entry}")
             self.gateway.rpc("node.pair.approve", {"requestId": request})
-            wait_for("the real node approved", lambda: (self.node_entry(REAL) or {}).get("approvalState") == "approved")
+            wait_for("the real node approved", lambda: (self.node_entry(self.real_name) or {}).get("approvalState") == "approved")
+        if self.external_real:
+            expect(entry.get("approvalState") == "approved", f"start.sh --with-node left it {entry.get('approvalState')}")
+            return f"real node {self.real_id[:12]}… (start.sh --with-node, approved there)"
         return f"real node {self.real_id[:12]}…"
 
     def status_lists(self) -> str:
+        # node.host.stats refused while the surface was pending is resent on a backoff: poll for
+        # it (bounded) instead of racing the real CLI against the resend.
+        started = time.monotonic()
+        wait_for("hostStats (node.host.stats) for ours in node.list",
+                 lambda: (self.node_entry(OURS) or {}).get("hostStats"), timeout_s=20)
+        stats_after = time.monotonic() - started
         listed = self.openclaw("nodes", "status")
         entry = next((n for n in listed.get("nodes", []) if n.get("nodeId") == self.ours_id), None)
         expect(entry is not None, "ours is not in `openclaw nodes status --json`")
         for command in ("system.run", "system.which", "mcp.tools.call.v1"):
             expect(command in entry.get("commands", []), f"{command} not in {entry.get('commands')}")
         expect(bool(entry.get("hostStats")), f"no hostStats (node.host.stats) in {entry}")
-        return f"{len(entry['commands'])} commands, hostStats cpuCount {entry['hostStats'].get('cpuCount')}"
+        return (f"{len(entry['commands'])} commands, hostStats cpuCount {entry['hostStats'].get('cpuCount')} "
+                f"(in node.list {stats_after:.1f} s after approval was seen)")
 
     def same_which(self) -> str:
         ours = self.invoke(self.ours_id, "system.which", {"bins": ["sh", "no-such-binary-xyz"]})
@@ -475,7 +490,8 @@ class Suite:
         root = self.gateway.root
         subprocess.run(["bash", str(HERE / "stop.sh"), str(root)], check=True, timeout=60, capture_output=True)
         wait_for("ours to notice", lambda: self.gateway_status().get("state") == "connecting", 30)
-        done = subprocess.run(["bash", str(HERE / "start.sh"), "--root", str(root), "--restart"], capture_output=True,
+        with_node = ["--with-node"] if self.external_real else []
+        done = subprocess.run(["bash", str(HERE / "start.sh"), "--root", str(root), "--restart", *with_node], capture_output=True,
                               text=True, timeout=240)
         expect(done.returncode == 0, f"the gateway did not restart: {done.stderr[-800:]}")
         from harness import Gateway  # noqa: PLC0415
@@ -489,7 +505,8 @@ class Suite:
     def run(self) -> int:
         try:
             self.start_ours()
-            self.start_real()
+            if not self.external_real:
+                self.start_real()
             self.check("pending", self.pending)
             self.check("approve", self.approve, ("pending",))
             self.check("approve-real", self.approve_real)

@@ -4,8 +4,8 @@
 #
 #   1. build clawmcp (release), unless CLAWMCP_E2E_BIN names a binary
 #   2. install Node 24 + openclaw@2026.9.6 (install.sh; idempotent, cached)
-#   3. start one gateway in a throwaway dir; it, our node and the real node host are stopped by
-#      PID on exit
+#   3. start one gateway and the real node host (start.sh --with-node) in a throwaway dir; they
+#      and our node are stopped by PID on exit
 #   4. node_mode.py: a PASS/FAIL row per check
 # Exits non-zero if anything fails; nothing is skipped.
 #
@@ -25,7 +25,8 @@ e2e_parse_flags "" "$@"
 e2e_require curl python3 timeout npm
 
 BIN="$(e2e_clawmcp_bin "${CLAWMCP_E2E_BIN:-}")" || exit 1
-e2e_seeded_gateway node-mode
+# The real node host comes from start.sh --with-node (approved and proven there).
+e2e_seeded_gateway node-mode --with-node
 
 timeout 900 python3 "$HERE/node_mode.py" --gateway-env "$GW_ROOT/gateway.env" --clawmcp-bin "$BIN" \
   --artifacts "$TMP/run"

@@ -145,16 +145,17 @@ e2e_client_env() {
   set +a
 }
 
-# e2e_seeded_gateway NAME: install the real OpenClaw (e2e/gateway/install.sh), make TMP (a
-# fresh /tmp/clawmcp-NAME.* dir), start a seeded gateway in GW_ROOT=$TMP/gateway, and arrange
-# on EXIT to stop it by PID and remove TMP, unless KEEP=1 or the run failed (then TMP is kept
-# and named). Sets TMP and GW_ROOT.
+# e2e_seeded_gateway NAME [START_ARGS...]: install the real OpenClaw (e2e/gateway/install.sh),
+# make TMP (a fresh /tmp/clawmcp-NAME.* dir), start a seeded gateway in GW_ROOT=$TMP/gateway
+# (START_ARGS go to start.sh, e.g. --with-node), and arrange on EXIT to stop it (and its node
+# host) by PID and remove TMP, unless KEEP=1 or the run failed (then TMP is kept and named).
+# Sets TMP and GW_ROOT.
 e2e_seeded_gateway() {
   bash "$E2E_REPO_ROOT/e2e/gateway/install.sh" >/dev/null || e2e_die "installing openclaw failed (see the [gateway-install] lines above)"
   TMP="$(mktemp -d "/tmp/clawmcp-$1.XXXXXX")"
   GW_ROOT="$TMP/gateway"
   trap _e2e_seeded_gateway_finish EXIT
-  bash "$E2E_REPO_ROOT/e2e/gateway/start.sh" --seed --root "$GW_ROOT" >/dev/null || e2e_die "the gateway did not start (reason above)"
+  bash "$E2E_REPO_ROOT/e2e/gateway/start.sh" --seed --root "$GW_ROOT" "${@:2}" >/dev/null || e2e_die "the gateway did not start (reason above)"
 }
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
