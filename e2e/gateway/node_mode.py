@@ -26,6 +26,9 @@ with the reason):
   token-rotation   gateway.auth.token rewritten (hot reload, 4001): ours comes back with its
                    device token and is still approved and invocable
   restart          the gateway stopped and started again: ours comes back on its own
+  sigterm          SIGTERM stops ours (exit 0 within 10 s), its MCP port closes, node.list shows it
+                   disconnected, and `clawmcp node status --json` exits 3 with running false,
+                   mcp.state off, gateway.state stopped
 """
 
 from __future__ import annotations
@@ -272,6 +275,11 @@ class Suite:
         expect("system.run" in declared and "system.which" in declared, f"pendingDeclaredCommands {declared}")
         status = wait_for("our status to say pending", lambda: (s := self.gateway_status()).get("pairing") == "pending" and s)
         expect(status.get("state") == "connected", f"status {status}")
+        expect(status.get("nodeId") == self.ours_id, f"status nodeId {status.get('nodeId')} vs node.list {self.ours_id}")
+        whole = self.status()
+        expect(whole.get("running") is True and whole.get("pid") == self.ours.pid, f"status running/pid {whole}")
+        mcp = whole.get("mcp") or {}
+        expect(mcp.get("state") == "listening" and mcp.get("endpoint") == f"http://127.0.0.1:{self.port}/", f"status mcp {mcp}")
         expect("openclaw nodes approve" in (status.get("hint") or ""), f"hint {status.get('hint')}")
         listed = self.openclaw("nodes", "status")
         cli = next((n for n in listed.get("nodes", []) if n.get("nodeId") == self.ours_id), None)
@@ -484,6 +492,10 @@ class Suite:
         expect("sh" in answer["payload"]["bins"], f"{answer}")
         log = (self.artifacts / "clawmcp-node.log").read_text(errors="replace")
         expect("retrying with this device's token" in log, "no device-token retry in our log")
+        saved = [f for f in self.data.iterdir() if f.name.startswith("device-auth")]
+        expect(bool(saved), f"no persisted device token in {self.data}: {sorted(f.name for f in self.data.iterdir())}")
+        modes = {f.name: oct(f.stat().st_mode & 0o777) for f in saved}
+        expect(all(m == "0o600" for m in modes.values()), f"device token file modes {modes}")
         return "back in with the device token, still approved"
 
     def restart(self) -> str:
@@ -501,6 +513,28 @@ class Suite:
         answer = wait_for("an invoke after the restart", lambda: self.invoke(self.ours_id, "system.which", {"bins": ["sh"]}))
         expect("sh" in answer["payload"]["bins"], f"{answer}")
         return "reconnected on its own"
+
+    def sigterm(self) -> str:
+        assert self.ours is not None
+        self.ours.send_signal(signal.SIGTERM)
+        try:
+            code = self.ours.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            raise Failed("ours ignored SIGTERM for 10 s") from None
+        expect(code == 0, f"ours exited {code} on SIGTERM")
+        with socket.socket() as probe:
+            expect(probe.connect_ex(("127.0.0.1", self.port)) != 0, f"127.0.0.1:{self.port} still accepts")
+        wait_for("node.list to show ours disconnected", lambda: (self.node_entry(OURS) or {}).get("connected") is False, 30)
+        done = subprocess.run([self.bin, "node", "status", "--json", "--data-dir", str(self.data)], capture_output=True,
+                              text=True, timeout=30)
+        expect(done.returncode == 3, f"`clawmcp node status` exited {done.returncode} for a stopped node (want 3)")
+        status = json.loads(done.stdout)
+        gateway = status.get("gateway") or {}
+        shown = {"running": status.get("running"), "mcp.state": (status.get("mcp") or {}).get("state"),
+                 "gateway.state": gateway.get("state"), "hint": gateway.get("hint")}
+        expect(shown["running"] is False and shown["mcp.state"] == "off" and shown["gateway.state"] == "stopped",
+               f"a stopped node's status: {json.dumps(shown)} (want running false, mcp.state off, gateway.state stopped)")
+        return f"exit 0 in time, port closed, node.list disconnected, status {json.dumps(shown)}"
 
     def run(self) -> int:
         try:
@@ -520,6 +554,7 @@ class Suite:
             self.check("timeout-kills", self.timeout_kills, ("approve",))
             self.check("token-rotation", self.token_rotation, ("approve",))
             self.check("restart", self.restart, ("approve",))
+            self.check("sigterm", self.sigterm, ("pending",))
         finally:
             for problem in self.stop():
                 self.rows.append(("stop", False, problem))
