@@ -135,7 +135,7 @@ impl Reporter {
         if let Some(gateway) = &self.gateway {
             self.file.gateway = serde_json::to_value(&*gateway.borrow()).unwrap_or_default();
         }
-        self.file.running = false;
+        mark_stopped(&mut self.file);
         let generation = self.next_generation();
         write_if_current(&self.generation, generation, &self.path, &self.file);
     }
@@ -151,6 +151,19 @@ impl Reporter {
 fn log_hint(status: &GatewayStatus) {
     if let Some(hint) = &status.hint {
         tracing::warn!(state = ?status.state, pairing = ?status.pairing, "gateway: {hint}");
+    }
+}
+
+/// A node that no longer runs serves nothing: the last endpoint and gateway facts stay for the
+/// reader, the states say so, and no hint promises a retry that will not happen.
+fn mark_stopped(file: &mut StatusFile) {
+    file.running = false;
+    file.mcp.state = "off".into();
+    if let Some(gateway) = file.gateway.as_object_mut()
+        && gateway.get("state").and_then(Value::as_str) != Some("off")
+    {
+        gateway.insert("state".into(), "stopped".into());
+        gateway.remove("hint");
     }
 }
 
@@ -190,8 +203,9 @@ pub fn run(args: NodeStatusArgs) -> anyhow::Result<ExitCode> {
     let mut file: StatusFile = serde_json::from_slice(&bytes)
         .map_err(|e| anyhow::anyhow!("{} is not a node status file: {e}", path.display()))?;
     // A node killed without a clean stop left `running: true` behind.
-    let alive = i32::try_from(file.pid).is_ok_and(clawmcp_fs::pid_is_alive);
-    file.running &= alive;
+    if file.running && !i32::try_from(file.pid).is_ok_and(clawmcp_fs::pid_is_alive) {
+        mark_stopped(&mut file);
+    }
     if args.json {
         output::data(&serde_json::to_string(&file)?);
     } else {
@@ -206,10 +220,10 @@ fn describe(file: &StatusFile) -> String {
         true => format!("clawmcp node {}: running (pid {})", file.version, file.pid),
         false => format!("clawmcp node {}: not running (last run: pid {})", file.version, file.pid),
     });
-    lines.push(match &file.mcp.endpoint {
-        Some(endpoint) if file.running => format!("  MCP server: listening on {endpoint}"),
-        Some(endpoint) => format!("  MCP server: was on {endpoint}"),
-        None => "  MCP server: off (EnableMcpServer is false)".to_owned(),
+    lines.push(match (&file.mcp.endpoint, file.running && file.mcp.state == "listening") {
+        (Some(endpoint), true) => format!("  MCP server: listening on {endpoint}"),
+        (Some(endpoint), false) => format!("  MCP server: off (last on {endpoint})"),
+        (None, _) => "  MCP server: off (EnableMcpServer is false)".to_owned(),
     });
     let gateway = &file.gateway;
     let text = |key: &str| gateway.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -218,11 +232,7 @@ fn describe(file: &StatusFile) -> String {
             lines.push("  gateway: off (EnableNodeMode is false; `clawmcp node --gateway-url URL` joins one)".into())
         }
         state => {
-            lines.push(format!(
-                "  gateway: {} ({state}{})",
-                text("url"),
-                if file.running { "" } else { ", when it stopped" }
-            ));
+            lines.push(format!("  gateway: {} ({state})", text("url")));
             lines.push(format!("  node: {} `{}`", text("nodeId"), text("displayName")));
             let mut pairing = format!("  pairing: {}", text("pairing"));
             if let Some(request) = gateway.get("requestId").and_then(Value::as_str) {

@@ -154,6 +154,10 @@ fn node_only_mode_binds_no_port_and_status_tells_after_the_stop() {
     assert_eq!(finished.code(), Some(0), "{}", finished.stderr);
     let stopped = status_json(&sandbox);
     assert_eq!(stopped["running"], false);
+    assert_eq!(stopped["mcp"]["state"], "off");
+    assert_eq!(stopped["gateway"]["state"], "stopped", "a stopped node is not retrying: {stopped}");
+    assert!(stopped["gateway"].get("hint").is_none(), "{stopped}");
+    assert_eq!(stopped["gateway"]["url"], fake.url(), "the last gateway is still named");
     sandbox
         .clawmcp(["node", "status", "--data-dir"])
         .arg(sandbox.data())
