@@ -131,6 +131,11 @@ pub struct GatewayNodeArgs {
     /// This node's display name on the gateway (default: the host name).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+
+    /// An extra header on the gateway connection, 'Name: value' (repeatable), for a gateway
+    /// behind an access proxy. Not saved (it may hold a secret): pass it on every start.
+    #[arg(long = "gateway-header", value_name = "'NAME: VALUE'")]
+    pub gateway_headers: Vec<String>,
 }
 
 impl GatewayNodeArgs {
@@ -142,6 +147,7 @@ impl GatewayNodeArgs {
             || self.gateway_password.is_some()
             || self.gateway_password_file.is_some()
             || self.name.is_some()
+            || !self.gateway_headers.is_empty()
     }
 }
 

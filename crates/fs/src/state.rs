@@ -110,7 +110,7 @@ pub fn read_state_file(path: &Path, rules: StateRules) -> io::Result<Option<Vec<
 
 /// Opens a state file and checks it (see the module doc) without reading it.
 pub fn open_state_file(path: &Path, exposed: Exposed) -> io::Result<(File, Metadata)> {
-    let (file, meta) = open_regular(path, Symlinks::Refuse).map_err(|e| refusal_for_open(path, e))?;
+    let (file, meta) = open_current(path)?;
     check_owner_and_writers(path, &meta, Kind::File)?;
     #[cfg(unix)]
     {
@@ -125,6 +125,27 @@ pub fn open_state_file(path: &Path, exposed: Exposed) -> io::Result<(File, Metad
     }
     handle_exposed_mode(path, &file, &meta, exposed)?;
     Ok((file, meta))
+}
+
+/// How often a file replaced while being opened is opened again (each retry is one `open` and
+/// one `fstat`; a reader preempted between the two on a loaded machine can see several saves).
+const REPLACED_RETRIES: usize = 32;
+
+/// Opens `path`; a descriptor whose file has no name left (0 links) was opened just before a
+/// writer renamed a new version over it (every state file is written that way) or removed it,
+/// so the name is opened again: a reader racing an atomic save sees the new file, never a
+/// refusal (a settings reload that failed that way would switch `system.run` off).
+fn open_current(path: &Path) -> io::Result<(File, Metadata)> {
+    let mut attempt = 0;
+    loop {
+        let (file, meta) = open_regular(path, Symlinks::Refuse).map_err(|e| refusal_for_open(path, e))?;
+        #[cfg(unix)]
+        if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 && attempt < REPLACED_RETRIES {
+            attempt += 1;
+            continue;
+        }
+        return Ok((file, meta));
+    }
 }
 
 fn refusal_for_open(path: &Path, error: io::Error) -> io::Error {
@@ -296,6 +317,29 @@ mod tests {
     fn refusal(error: io::Error) -> String {
         assert!(untrusted(&error).is_some(), "not a trust refusal: {error:?}");
         error.to_string()
+    }
+
+    #[test]
+    fn a_reader_racing_atomic_saves_always_gets_a_whole_file_never_a_refusal() {
+        let (_root, dir) = private_dir();
+        let file = dir.join("status.json");
+        crate::write_private_atomic(&file, b"version-0").unwrap();
+        let writer = {
+            let file = file.clone();
+            std::thread::spawn(move || {
+                for i in 1..=2000 {
+                    crate::write_private_atomic(&file, format!("version-{i}").as_bytes()).unwrap();
+                }
+            })
+        };
+        let mut reads = 0;
+        while !writer.is_finished() || reads == 0 {
+            let bytes = read_state_file(&file, LIMITS).expect("a save in progress is not a refusal").unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.starts_with("version-"), "a whole file, not a torn one: {text:?}");
+            reads += 1;
+        }
+        writer.join().unwrap();
     }
 
     /// A uid that is not ours: root's files are somebody else's for a normal user, and a root

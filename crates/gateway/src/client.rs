@@ -110,6 +110,8 @@ pub struct ClientOptions {
     /// `canRetryWithDeviceToken` is retried once with the saved token (see
     /// [`crate::device_token`]).
     pub device_tokens: Option<Arc<DeviceTokenStore>>,
+    /// Extra headers on every WebSocket upgrade, for a gateway behind an access proxy.
+    pub headers: Vec<UpgradeHeader>,
     /// Keep reconnecting after refusals a human must resolve (pairing required, a wrong
     /// secret): a node waits for its operator, where a CLI reports and stops.
     pub persistent: bool,
@@ -156,6 +158,7 @@ impl ClientOptions {
             path_env: None,
             device: None,
             device_tokens: None,
+            headers: Vec::new(),
             persistent: false,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
@@ -164,6 +167,57 @@ impl ClientOptions {
             max_inbound_frame_bytes: DEFAULT_MAX_INBOUND_FRAME,
         }
     }
+}
+
+/// One extra header of the WebSocket upgrade (`--gateway-header 'Name: value'`): what an access
+/// proxy in front of a gateway asks for (a service token, say). Its value never shows in
+/// `Debug` output. Headers the WebSocket handshake owns, `Host`, and `Origin` (which would make
+/// the gateway treat us as a browser) are refused.
+#[derive(Clone)]
+pub struct UpgradeHeader {
+    name: tungstenite::http::HeaderName,
+    value: tungstenite::http::HeaderValue,
+}
+
+impl std::fmt::Debug for UpgradeHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UpgradeHeader({}: ***)", self.name)
+    }
+}
+
+impl UpgradeHeader {
+    /// Parses `Name: value`; the error says what is wrong and what to pass instead.
+    pub fn parse(text: &str) -> Result<UpgradeHeader, String> {
+        let Some((name, value)) = text.split_once(':') else {
+            return Err(format!("`{}` is not a header: use 'Name: value'", preview(text)));
+        };
+        let name = name.trim();
+        let lowered = name.to_ascii_lowercase();
+        let owned = ["host", "origin", "connection", "upgrade", "content-length", "transfer-encoding"];
+        if owned.contains(&lowered.as_str()) || lowered.starts_with("sec-websocket-") {
+            return Err(format!("the header `{name}` cannot be set: the WebSocket handshake owns it"));
+        }
+        let name = tungstenite::http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("`{}` is not a valid header name", preview(name)))?;
+        let mut value = tungstenite::http::HeaderValue::from_str(value.trim())
+            .map_err(|_| format!("the value of header `{name}` has characters a header cannot carry"))?;
+        value.set_sensitive(true);
+        Ok(UpgradeHeader { name, value })
+    }
+
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    pub(crate) fn append_to(&self, headers: &mut tungstenite::http::HeaderMap) {
+        headers.append(self.name.clone(), self.value.clone());
+    }
+}
+
+/// The start of `text` for an error message (a header value may be a secret: never all of it).
+fn preview(text: &str) -> String {
+    let head: String = text.chars().take(24).collect();
+    if head.len() < text.len() { format!("{head}...") } else { head }
 }
 
 /// What [`GatewayClient::status`] reports.

@@ -38,9 +38,12 @@ pub(crate) async fn handshake(options: &ClientOptions) -> Result<Established, Ga
     let url = options.url.as_str();
     // `into_client_request` adds Host, Upgrade, Connection, Sec-WebSocket-Key/Version and
     // nothing else: no Origin, which would make the gateway treat us as a browser.
-    let request = url
+    let mut request = url
         .into_client_request()
         .map_err(|error| GatewayError::InvalidUrl { url: url.to_owned(), reason: error.to_string() })?;
+    for header in &options.headers {
+        header.append_to(request.headers_mut());
+    }
     let config = WebSocketConfig::default()
         .max_message_size(Some(options.max_inbound_frame_bytes))
         .max_frame_size(Some(options.max_inbound_frame_bytes));

@@ -34,7 +34,7 @@ pub mod identity;
 pub mod secret;
 
 pub use backoff::BackoffPolicy;
-pub use client::{ClientOptions, GatewayClient, LinkStatus, RequestOptions, StatusWatch};
+pub use client::{ClientOptions, GatewayClient, LinkStatus, RequestOptions, StatusWatch, UpgradeHeader};
 pub use config::{ConnectOverrides, Credentials, Env, GatewayTarget, LoadedConfig, UrlSource};
 pub use device_token::DeviceTokenStore;
 pub use error::{ConfigError, GatewayError, IdentityError, InvokeError};

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use clawmcp_gateway::{
     BackoffPolicy, ClientOptions, Credentials, DeviceIdentity, DeviceTokenStore, EventFrame, EventSubscription,
-    GatewayClient, GatewayError, GatewayEvent, StatusWatch,
+    GatewayClient, GatewayError, GatewayEvent, StatusWatch, UpgradeHeader,
 };
 use clawmcp_mcp::ToolFilter;
 use clawmcp_node::Registry;
@@ -73,6 +73,8 @@ pub struct NodeLinkConfig {
     pub display_name: String,
     /// `--tools`: the same filter the MCP side applies.
     pub filter: ToolFilter,
+    /// `--gateway-header`: extra headers on the upgrade, for a gateway behind an access proxy.
+    pub headers: Vec<UpgradeHeader>,
     pub max_concurrent_invokes: usize,
     pub backoff: BackoffPolicy,
 }
@@ -112,6 +114,7 @@ impl NodeLink {
         options.path_env = std::env::var("PATH").ok();
         options.device_tokens = config.device_tokens;
         options.persistent = true;
+        options.headers = config.headers;
         options.backoff = config.backoff;
         let client = GatewayClient::start(options);
         // Subscribed before the first connect can complete, so its `Reconnected` is seen.

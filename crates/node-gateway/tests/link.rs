@@ -93,6 +93,7 @@ async fn node_with(filter: ToolFilter, max_concurrent: usize, script: impl FnOnc
         device_tokens: Some(Arc::new(DeviceTokenStore::new(&private, &fake.url(), Role::Node))),
         display_name: "test-node".into(),
         filter,
+        headers: Vec::new(),
         max_concurrent_invokes: max_concurrent,
         backoff: BackoffPolicy::default(),
     };

@@ -43,6 +43,7 @@ async fn setup() -> Setup {
         device_tokens: None,
         display_name: "run-test".into(),
         filter: ToolFilter::all(),
+        headers: Vec::new(),
         max_concurrent_invokes: 16,
         backoff: BackoffPolicy::default(),
     };

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clawmcp_gateway::{
-    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayTarget, Role, Secret,
+    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayTarget, Role, Secret, UpgradeHeader,
 };
 use clawmcp_http::{HttpConfig, Limits};
 use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, VersionRule, WireStyle};
@@ -334,6 +334,11 @@ fn gateway_link_config(
         password: args.gateway_password.as_deref().map(Secret::from),
         password_file: args.gateway_password_file.clone().or_else(|| settings.gateway_password_file.clone()),
     };
+    let headers = args
+        .gateway_headers
+        .iter()
+        .map(|text| UpgradeHeader::parse(text).map_err(|reason| UsageError(format!("--gateway-header: {reason}"))))
+        .collect::<Result<Vec<_>, _>>()?;
     let target = GatewayTarget::resolve(&overrides, &Env::from_process())
         .context("gateway node mode (EnableNodeMode) is on, but the gateway cannot be reached as configured")?;
     let device = DeviceIdentity::load_or_create(data.root()).context("cannot load this node's device identity")?;
@@ -345,6 +350,7 @@ fn gateway_link_config(
         device: Arc::new(device),
         display_name,
         filter,
+        headers,
         max_concurrent_invokes: clawmcp_node_gateway::MAX_CONCURRENT_INVOKES,
         backoff: BackoffPolicy::default(),
     })

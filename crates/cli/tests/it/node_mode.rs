@@ -132,7 +132,8 @@ fn node_only_mode_binds_no_port_and_status_tells_after_the_stop() {
     sandbox.write_data_file("settings.json", r#"{"EnableMcpServer": false}"#);
     let mut command = sandbox.command();
     command
-        .args(["node", "--gateway-url", &fake.url(), "--gateway-token", FAKE_TOKEN, "--data-dir"])
+        .args(["node", "--gateway-url", &fake.url(), "--gateway-token", FAKE_TOKEN])
+        .args(["--gateway-header", "X-Proxy-Token: proxy-secret", "--data-dir"])
         .arg(sandbox.data());
     let mut node = Background::spawn(command, sandbox.root(), Stdio::null());
     runtime.block_on(fake.wait_for_handshakes(1));
@@ -147,6 +148,14 @@ fn node_only_mode_binds_no_port_and_status_tells_after_the_stop() {
     );
     assert_eq!(status["mcp"]["state"], "off");
     assert!(!sandbox.token_path().exists(), "no MCP server, no token");
+    let upgrade = fake.upgrade_headers().remove(0);
+    assert_eq!(
+        upgrade.get("x-proxy-token").map(|v| v.to_str().unwrap().to_owned()),
+        Some("proxy-secret".to_owned()),
+        "--gateway-header is sent: {upgrade:?}"
+    );
+    let saved = std::fs::read_to_string(sandbox.settings_path()).unwrap();
+    assert!(!saved.contains("proxy-secret"), "a header is not saved: {saved}");
     assert!(node.stderr().contains("this run only"), "the command-line token is not kept: {}", node.stderr());
 
     node.signal(Signal::SIGTERM);
@@ -164,6 +173,20 @@ fn node_only_mode_binds_no_port_and_status_tells_after_the_stop() {
         .assert()
         .code(3)
         .stdout(contains("not running"));
+}
+
+#[test]
+fn a_gateway_header_the_handshake_owns_is_a_usage_error_and_nothing_is_saved() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .clawmcp(["node", "--port", &free_port().to_string(), "--gateway-url", "ws://127.0.0.1:1"])
+        .args(["--gateway-token", "t", "--gateway-header", "Origin: https://evil.example", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .code(2)
+        .stderr(contains("--gateway-header"))
+        .stderr(contains("the WebSocket handshake owns it"));
+    assert!(!sandbox.settings_path().exists(), "a refused start saves nothing");
 }
 
 #[test]

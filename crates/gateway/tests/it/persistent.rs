@@ -102,3 +102,41 @@ async fn a_non_persistent_client_still_stops_on_a_refusal() {
     fake.restart();
     until(&client, || matches!(client.status(), LinkStatus::Stopped(_))).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn extra_upgrade_headers_reach_the_gateway_on_every_connect() {
+    let fake = FakeGateway::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = node_options(&fake, dir.path());
+    options.headers = vec![
+        clawmcp_gateway::UpgradeHeader::parse("CF-Access-Client-Id: abc.access").unwrap(),
+        clawmcp_gateway::UpgradeHeader::parse("X-Proxy-Token:  s3cret ").unwrap(),
+    ];
+    assert_eq!(format!("{:?}", options.headers[1]), "UpgradeHeader(x-proxy-token: ***)", "the value never shows");
+    let client = within(GatewayClient::connect(options)).await.unwrap();
+    fake.restart();
+    until(&client, || fake.handshakes() >= 2 && client.is_connected()).await;
+    for headers in fake.upgrade_headers() {
+        assert_eq!(headers.get("cf-access-client-id").unwrap(), "abc.access");
+        assert_eq!(headers.get("x-proxy-token").unwrap(), "s3cret");
+        assert!(headers.get("origin").is_none());
+    }
+    client.close().await;
+}
+
+#[test]
+fn upgrade_headers_the_handshake_owns_or_malformed_ones_are_refused_with_the_reason() {
+    use clawmcp_gateway::UpgradeHeader;
+    for owned in ["Origin: https://x", "host: h", "Sec-WebSocket-Key: k", "Upgrade: h2c", "connection: close"] {
+        let error = UpgradeHeader::parse(owned).unwrap_err();
+        assert!(error.contains("the WebSocket handshake owns it"), "{owned}: {error}");
+    }
+    assert!(UpgradeHeader::parse("no colon here").unwrap_err().contains("'Name: value'"));
+    assert!(UpgradeHeader::parse("bad name: v").unwrap_err().contains("not a valid header name"));
+    assert!(UpgradeHeader::parse("X-A: line\nbreak").unwrap_err().contains("cannot carry"));
+    let long = format!("{}: v", "n".repeat(100));
+    assert!(UpgradeHeader::parse(&long).is_ok());
+    let secret = "token-that-is-secret-and-long-enough-to-cut";
+    let error = UpgradeHeader::parse(secret).unwrap_err();
+    assert!(!error.contains(secret), "a malformed header that may be a secret is not echoed whole: {error}");
+}
