@@ -35,7 +35,7 @@ pub struct ToolOutput {
 }
 
 /// One node event for the gateway: its name and payload.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeEvent {
     pub event: &'static str,
     pub payload: Value,
@@ -85,16 +85,25 @@ impl ToolOutput {
 pub struct ToolFailure {
     pub message: String,
     pub code: Option<&'static str>,
+    /// Node events the gateway transport sends before the error, as for a [`ToolOutput`]
+    /// (`system.run` refused -> `exec.denied`, which ends the gateway's tracking of the run).
+    pub gateway_events: Vec<NodeEvent>,
 }
 
 impl ToolFailure {
     pub fn new(message: impl Into<String>) -> Self {
-        ToolFailure { message: message.into(), code: None }
+        ToolFailure { message: message.into(), code: None, gateway_events: Vec::new() }
     }
 
     /// `self` with a gateway error code.
     pub fn with_code(mut self, code: &'static str) -> Self {
         self.code = Some(code);
+        self
+    }
+
+    /// `self` with a node event for the gateway.
+    pub fn with_gateway_event(mut self, event: &'static str, payload: Value) -> Self {
+        self.gateway_events.push(NodeEvent { event, payload });
         self
     }
 }
@@ -163,11 +172,18 @@ pub struct ToolDef<I> {
     tool: Arc<Tool>,
     handler: Arc<Handler<I>>,
     listed: Option<Arc<Listed>>,
+    /// Served to local MCP clients only, never to a remote transport (the gateway).
+    local_only: bool,
 }
 
 impl<I> Clone for ToolDef<I> {
     fn clone(&self) -> Self {
-        ToolDef { tool: self.tool.clone(), handler: self.handler.clone(), listed: self.listed.clone() }
+        ToolDef {
+            tool: self.tool.clone(),
+            handler: self.handler.clone(),
+            listed: self.listed.clone(),
+            local_only: self.local_only,
+        }
     }
 }
 
@@ -182,7 +198,18 @@ impl<I: 'static> ToolDef<I> {
         tool: Tool,
         handler: impl Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync + 'static,
     ) -> Self {
-        ToolDef { tool: Arc::new(tool), handler: Arc::new(handler), listed: None }
+        ToolDef { tool: Arc::new(tool), handler: Arc::new(handler), listed: None, local_only: false }
+    }
+
+    /// `self`, served to local MCP clients only: a remote transport neither declares nor runs it
+    /// (the node's own `app.*` tools, which manage this machine's node).
+    pub fn local_only(mut self) -> Self {
+        self.local_only = true;
+        self
+    }
+
+    pub fn is_local_only(&self) -> bool {
+        self.local_only
     }
 
     /// `self`, listed only while `listed` says so. A call that reaches it while it is hidden
@@ -223,6 +250,8 @@ pub enum Unserved {
     Unknown,
     /// The surface's tool filter (`--tools`) leaves it out.
     Filtered,
+    /// The tool is for local MCP clients only and the call came from a remote transport.
+    LocalOnly,
 }
 
 /// A surface's tools in published order: listing, filtering and lookup derive from it alone.
@@ -286,6 +315,20 @@ impl<I: 'static> ToolSet<I> {
         }
     }
 
+    /// [`ToolSet::listed`] for a remote transport: without the local-only tools.
+    pub fn listed_remotely(&self, filter: &ToolFilter) -> Vec<ToolDef<I>> {
+        self.listed(filter).into_iter().filter(|tool| !tool.is_local_only()).collect()
+    }
+
+    /// [`ToolSet::served`] for a remote transport: a local-only tool is not served.
+    pub fn served_remotely(&self, name: &str, filter: &ToolFilter) -> Result<ToolDef<I>, Unserved> {
+        let tool = self.served(name, filter)?;
+        match tool.is_local_only() {
+            true => Err(Unserved::LocalOnly),
+            false => Ok(tool),
+        }
+    }
+
     /// One `tools/call`: an unknown name is a tool error naming it, a name `filter` does not
     /// allow gets `refused(name)`, anything else runs and is rendered for MCP.
     pub async fn call_mcp(
@@ -300,6 +343,8 @@ impl<I: 'static> ToolSet<I> {
             Ok(tool) => tool.call_mcp(input, ctx).await,
             Err(Unserved::Unknown) => ToolResult::error(format!("Unknown tool: {name}")),
             Err(Unserved::Filtered) => ToolResult::error(refused(name)),
+            // `served` never answers it; only the remote lookups do.
+            Err(Unserved::LocalOnly) => ToolResult::error(format!("Unknown tool: {name}")),
         }
     }
 }

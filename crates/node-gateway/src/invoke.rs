@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use clawmcp_mcp::tool::render;
 use clawmcp_mcp::{CallContext, NodeEvent, ToolFailure, ToolFilter, ToolOutcome, Unserved};
-use clawmcp_node::{InvokeRequest, Registry};
+use clawmcp_node::{Caller, InvokeRequest, Registry};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::plugin_tools::{MCP_TOOLS_CALL, SERVER_NAME};
+use crate::plugin_tools::{MCP_TOOLS_CALL, SERVER_NAME, has_gateway_flow};
 
 /// The budget when the gateway names none (its own default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -126,11 +126,11 @@ async fn dispatch(
     if event.command == MCP_TOOLS_CALL {
         return call_plugin_tool(registry, filter, event, args, cancel).await;
     }
-    let command = match registry.served(&event.command, filter) {
+    let command = match registry.served_to_gateway(&event.command, filter) {
         Ok(command) => command,
         Err(reason) => return Completed::failed(INVALID_REQUEST, unserved(&event.command, reason, filter)),
     };
-    let request = request(event, &event.command, args);
+    let request = request(event, &event.command, args, Caller::Gateway);
     let outcome = command.call(request, context(cancel.clone())).await;
     completed(outcome, &cancel)
 }
@@ -162,12 +162,19 @@ async fn call_plugin_tool(
             return Completed::failed(INVALID_REQUEST, format!("{MCP_TOOLS_CALL}: `arguments` must be an object"));
         }
     };
-    let command = match registry.served(tool, filter) {
+    if has_gateway_flow(tool) {
+        let message = format!(
+            "{MCP_TOOLS_CALL}: {tool} is not a plugin tool of this node; the gateway reaches it through its own flow \
+             (node.invoke {tool} from the exec tool, which asks for approval, or exec.approvals.node.*)"
+        );
+        return Completed::failed(INVALID_REQUEST, message);
+    }
+    let command = match registry.served_to_gateway(tool, filter) {
         Ok(command) => command,
         Err(reason) => return Completed::failed(INVALID_REQUEST, unserved(tool, reason, filter)),
     };
     let structured = command.tool().output_schema.is_some();
-    let outcome = command.call(request(event, tool, arguments), context(cancel)).await;
+    let outcome = command.call(request(event, tool, arguments, Caller::GatewayPluginTool), context(cancel)).await;
     let result = render(outcome, structured);
     match serde_json::to_value(&result) {
         Ok(payload) => Completed { answer: Answer::Ok { payload }, events: Vec::new() },
@@ -175,8 +182,14 @@ async fn call_plugin_tool(
     }
 }
 
-fn request(event: &InvokeEvent, command: &str, args: Map<String, Value>) -> InvokeRequest {
-    InvokeRequest { id: event.id.clone(), command: command.to_owned(), args, session_key: event.session_key.clone() }
+fn request(event: &InvokeEvent, command: &str, args: Map<String, Value>, caller: Caller) -> InvokeRequest {
+    InvokeRequest {
+        id: event.id.clone(),
+        command: command.to_owned(),
+        args,
+        session_key: event.session_key.clone(),
+        caller,
+    }
 }
 
 fn context(cancel: CancellationToken) -> CallContext {
@@ -190,13 +203,18 @@ fn completed(outcome: ToolOutcome, cancel: &CancellationToken) -> Completed {
             Completed { answer: Answer::Ok { payload: output.gateway_payload().clone() }, events }
         }
         Err(failure) if cancel.is_cancelled() => Completed::failed(CANCELLED, failure.message),
-        Err(ToolFailure { message, code }) => Completed::failed(code.unwrap_or(UNAVAILABLE), message),
+        Err(ToolFailure { message, code, gateway_events }) => {
+            Completed { answer: Answer::failed(code.unwrap_or(UNAVAILABLE), message), events: gateway_events }
+        }
     }
 }
 
 fn unserved(name: &str, reason: Unserved, filter: &ToolFilter) -> String {
     match reason {
         Unserved::Unknown => format!("unknown command: {name} (not served by this node)"),
+        Unserved::LocalOnly => format!(
+            "{name} is served to local MCP clients of this node only (it manages the node itself), not to the gateway"
+        ),
         Unserved::Filtered => format!(
             "{name} is not served: this node runs with the tool filter `{}` (clawmcp node --tools)",
             filter.describe()

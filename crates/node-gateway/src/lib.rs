@@ -171,9 +171,10 @@ impl Drop for NodeLink {
     }
 }
 
-/// The commands this node serves to the gateway: what MCP lists through the same filter.
+/// The commands this node serves to the gateway: what MCP lists through the same filter, less
+/// the local-only ones.
 fn served_commands(registry: &Registry, filter: &ToolFilter) -> Vec<Command> {
-    registry.listed_through(filter)
+    registry.gateway_surface(filter)
 }
 
 fn declared_commands(served: &[Command]) -> Vec<String> {

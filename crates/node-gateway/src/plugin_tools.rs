@@ -28,8 +28,9 @@ pub const MAX_TOOLS: usize = 128;
 pub const MAX_NAME_CHARS: usize = 64;
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
-/// Commands that have their own gateway flow and are never published as plugin tools.
-fn has_gateway_flow(name: &str) -> bool {
+/// Commands that have their own gateway flow: never published as plugin tools, and refused when
+/// a `mcp.tools.call.v1` names them anyway (the published set and the callable set are one).
+pub fn has_gateway_flow(name: &str) -> bool {
     name == "system.run" || name == "system.run.prepare" || name.starts_with("system.execApprovals.")
 }
 

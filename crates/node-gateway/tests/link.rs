@@ -29,7 +29,7 @@ fn spec(name: &'static str) -> CommandSpec {
 }
 
 /// `test.echo` answers its arguments; `test.wait` waits for its cancel and says so;
-/// `other.fail` fails with a code.
+/// `other.fail` fails with a code; `test.local` is local-only.
 fn registry(counters: Counters) -> Arc<Registry> {
     let registry = Registry::new();
     let echo: Command =
@@ -45,7 +45,10 @@ fn registry(counters: Counters) -> Arc<Registry> {
     });
     let fail: Command = spec("other.fail")
         .with_handler(|_request, _ctx| async move { Err(ToolFailure::new("it broke").with_code("SYSTEM_RUN_DENIED")) });
-    registry.register_commands([echo, wait, fail]);
+    // Local MCP clients only: the gateway neither sees nor runs it.
+    let local: Command =
+        spec("test.local").with_handler(|_request, _ctx| async move { Ok(json!("local")) }).local_only();
+    registry.register_commands([echo, wait, fail, local]);
     Arc::new(registry)
 }
 
@@ -71,6 +74,7 @@ impl Counters {
 struct Node {
     fake: FakeGateway,
     link: NodeLink,
+    registry: Arc<Registry>,
     counters: Counters,
     _dir: tempfile::TempDir,
 }
@@ -97,9 +101,10 @@ async fn node_with(filter: ToolFilter, max_concurrent: usize, script: impl FnOnc
         max_concurrent_invokes: max_concurrent,
         backoff: BackoffPolicy::default(),
     };
-    let link = NodeLink::start(config, registry(counters.clone()));
+    let registry = registry(counters.clone());
+    let link = NodeLink::start(config, registry.clone());
     fake.wait_for_handshakes(1).await;
-    Node { fake, link, counters, _dir: dir }
+    Node { fake, link, registry, counters, _dir: dir }
 }
 
 async fn node() -> Node {
@@ -155,8 +160,10 @@ async fn connects_as_the_real_node_host_does_with_the_registrys_surface() {
     assert_eq!(client["platform"], "linux");
     assert_eq!(client["deviceFamily"], "Linux", "the Linux command policy needs both");
     assert_eq!(client["displayName"], "test-node");
-    // The --tools filter narrows the gateway surface exactly as the MCP one.
+    // The --tools filter narrows the gateway surface exactly as the MCP one; local-only
+    // `test.local` is not declared.
     assert_eq!(connect["commands"], json!(["test.echo", "test.wait", "mcp.tools.call.v1"]));
+    assert!(node.registry.listed().iter().any(|command| command.name() == "test.local"), "MCP lists it");
     assert_eq!(connect["caps"], json!(["test", "mcp"]));
     assert!(connect["pathEnv"].is_string());
     assert!(connect["device"]["signature"].is_string());
@@ -195,6 +202,14 @@ async fn unknown_filtered_and_failing_commands_get_the_gateways_codes() {
     let unknown = result_of(&node.fake, "u").await;
     assert_eq!(unknown["error"]["code"], "INVALID_REQUEST");
     assert!(unknown["error"]["message"].as_str().unwrap().contains("unknown command: no.such"));
+    node.fake.emit("node.invoke.request", invoke("l", "test.local", Some(json!({})), 15_000));
+    let local = result_of(&node.fake, "l").await;
+    assert_eq!(local["error"]["code"], "INVALID_REQUEST");
+    assert!(local["error"]["message"].as_str().unwrap().contains("local MCP clients of this node only"), "{local}");
+    let via_plugin = json!({"server": "clawmcp", "tool": "test.local", "arguments": {}});
+    node.fake.emit("node.invoke.request", invoke("lp", "mcp.tools.call.v1", Some(via_plugin), 15_000));
+    let local = result_of(&node.fake, "lp").await;
+    assert_eq!(local["error"]["code"], "INVALID_REQUEST", "nor through a plugin-tool call: {local}");
     node.fake.emit("node.invoke.request", invoke("f", "other.fail", Some(json!({})), 15_000));
     let filtered = result_of(&node.fake, "f").await;
     assert!(filtered["error"]["message"].as_str().unwrap().contains("tool filter `test.*`"), "{filtered}");

@@ -152,9 +152,95 @@ async fn an_mcp_call_and_a_gateway_invoke_reach_the_same_registry() {
         command: "system.which".into(),
         args: json!({"bins": ["sh"]}).as_object().unwrap().clone(),
         session_key: None,
+        caller: clawmcp_node::Caller::Mcp,
     };
     let local = command.call(request, CallContext::detached()).await.unwrap();
     assert_eq!(local.payload.as_ref(), Some(&gateway), "one implementation answers both transports");
     assert!(gateway["bins"]["sh"].as_str().unwrap().ends_with("/sh"));
+    setup.link.close().await;
+}
+
+/// The node event `event` the fake received, decoded, if any.
+fn node_event(fake: &FakeGateway, event: &str) -> Option<(usize, Value)> {
+    fake.received().iter().enumerate().find_map(|(at, received)| {
+        let frame = received.json.as_ref()?;
+        (frame["method"] == "node.event" && frame["params"]["event"] == event)
+            .then(|| (at, serde_json::from_str(frame["params"]["payloadJSON"].as_str().unwrap()).unwrap()))
+    })
+}
+
+fn position_of_result(fake: &FakeGateway, id: &str) -> usize {
+    fake.received()
+        .iter()
+        .position(|r| r.json.as_ref().is_some_and(|f| f["method"] == "node.invoke.result" && f["params"]["id"] == id))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_prepare_approve_reinvoke_flow_runs_what_the_operator_approved() {
+    let setup = setup().await;
+    let policy = r#"{"version": 1, "defaults": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny"}}"#;
+    std::fs::write(setup.dir.path().join("data/exec-approvals.json"), policy).unwrap();
+    let command = json!(["echo", "approved run"]);
+    let session = "agent:main:main";
+
+    // 1. Not allowlisted: refused at once (nobody here is asked), exec.denied first.
+    let plain = json!({"command": command, "runId": "run-1", "sessionKey": session});
+    setup.fake.emit("node.invoke.request", invoke("d1", "system.run", plain, 30_000));
+    let refused = result_of(&setup.fake, "d1").await;
+    assert_eq!(refused["error"]["code"], "SYSTEM_RUN_DENIED", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("approval required"), "{refused}");
+    let (denied_at, denied) = node_event(&setup.fake, "exec.denied").expect("exec.denied was sent");
+    assert!(denied_at < position_of_result(&setup.fake, "d1"), "exec.denied precedes the result");
+    assert_eq!(
+        denied,
+        json!({"sessionKey": session, "runId": "run-1", "host": "node", "command": "echo \"approved run\"",
+               "reason": "approval-required", "suppressNotifyOnExit": false})
+    );
+
+    // 2. The exec tool prepares; 3. re-invokes with the operator's decision and the plan.
+    let prepare = json!({"command": command, "rawCommand": "echo \"approved run\"", "sessionKey": session});
+    setup.fake.emit("node.invoke.request", invoke("p1", "system.run.prepare", prepare, 30_000));
+    let prepared = result_of(&setup.fake, "p1").await;
+    let prepared: Value = serde_json::from_str(prepared["payloadJSON"].as_str().unwrap()).unwrap();
+    let plan = prepared["plan"].clone();
+    assert_eq!(plan["sessionKey"], session);
+    assert_eq!(prepared["execPolicy"], json!({"security": "allowlist", "ask": "on-miss"}));
+    let approved = json!({"command": command, "rawCommand": plan["commandText"], "runId": "appr-1", "approved": true,
+                          "approvalDecision": "allow-once", "systemRunPlan": plan, "sessionKey": session});
+    setup.fake.emit("node.invoke.request", invoke("r2", "system.run", approved.clone(), 30_000));
+    let ran = result_of(&setup.fake, "r2").await;
+    assert_eq!(ran["ok"], true, "{ran}");
+    let payload: Value = serde_json::from_str(ran["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["stdout"], "approved run\n");
+
+    // The same fields from an MCP client, or through a plugin-tool call, approve nothing.
+    let mcp = InvokeRequest {
+        id: "local".into(),
+        command: "system.run".into(),
+        args: approved.as_object().unwrap().clone(),
+        session_key: None,
+        caller: clawmcp_node::Caller::Mcp,
+    };
+    let error = setup.registry.find("system.run").unwrap().call(mcp, CallContext::detached()).await.unwrap_err();
+    assert_eq!(error.code, Some("INVALID_REQUEST"));
+    assert!(error.message.starts_with("approved is set by an OpenClaw gateway"), "{}", error.message);
+    let via_plugin = json!({"server": "clawmcp", "tool": "system.run", "arguments": approved});
+    setup.fake.emit("node.invoke.request", invoke("t1", "mcp.tools.call.v1", via_plugin, 30_000));
+    let refused = result_of(&setup.fake, "t1").await;
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("not a plugin tool"), "{refused}");
+
+    // 4. A plan for another command does not carry the approval over.
+    let mut other = approved;
+    other["command"] = json!(["echo", "something else"]);
+    other["rawCommand"] = json!("echo \"something else\"");
+    setup.fake.emit("node.invoke.request", invoke("r3", "system.run", other, 30_000));
+    let refused = result_of(&setup.fake, "r3").await;
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "explicit approval requires matching systemRunPlan (argv differs from the prepared plan)"
+    );
     setup.link.close().await;
 }

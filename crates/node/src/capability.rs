@@ -94,6 +94,24 @@ pub struct InvokeRequest {
     pub args: Map<String, Value>,
     /// Session key from a gateway envelope; never taken from `args`, always `None` over MCP.
     pub session_key: Option<String>,
+    /// Which transport delivered the call. It decides who may approve a `system.run`.
+    pub caller: Caller,
+}
+
+/// Who sent an invocation. Commands answer every caller alike except where trust differs:
+/// only the gateway's own `node.invoke` may carry an operator's exec approval, because the
+/// gateway forwards `approved`/`approvalDecision` only when they match an approval record an
+/// operator resolved (an MCP client is the agent itself and must not approve its own commands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Caller {
+    /// A local MCP client (`tools/call`).
+    #[default]
+    Mcp,
+    /// The gateway's `node.invoke` of this command by name.
+    Gateway,
+    /// The gateway agent's call of a published plugin tool (`mcp.tools.call.v1`): arguments
+    /// straight from a model, as over MCP.
+    GatewayPluginTool,
 }
 
 /// A command's failure: a message for the caller (over MCP an `isError` result) and optionally

@@ -17,5 +17,5 @@ pub mod registry;
 pub mod settings;
 pub mod system;
 
-pub use capability::{Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
+pub use capability::{Caller, Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
 pub use registry::{LocalMethods, NodeMcpService, Registry};

@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::approvals::ExecApprovals;
-use crate::capability::{Capability, Command, InvokeRequest, category_of};
+use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
 use crate::device::DeviceCapability;
 use crate::settings::LiveSettings;
 use crate::system::SystemCapability;
@@ -64,14 +64,15 @@ impl Registry {
         self.commands.listed(&ToolFilter::all())
     }
 
-    /// The commands listed right now that `filter` allows.
-    pub fn listed_through(&self, filter: &ToolFilter) -> Vec<Command> {
-        self.commands.listed(filter)
+    /// The commands the gateway sees right now through `filter`: listed, allowed, not local-only.
+    pub fn gateway_surface(&self, filter: &ToolFilter) -> Vec<Command> {
+        self.commands.listed_remotely(filter)
     }
 
-    /// The command a call named `name` reaches through `filter` (see [`ToolSet::served`]).
-    pub fn served(&self, name: &str, filter: &ToolFilter) -> Result<Command, Unserved> {
-        self.commands.served(name, filter)
+    /// The command a gateway call named `name` reaches through `filter` (see
+    /// [`ToolSet::served_remotely`]).
+    pub fn served_to_gateway(&self, name: &str, filter: &ToolFilter) -> Result<Command, Unserved> {
+        self.commands.served_remotely(name, filter)
     }
 
     /// The categories served right now, in registration order (the gateway's `caps`).
@@ -140,7 +141,13 @@ impl McpService for NodeMcpService {
     }
 
     fn call_tool<'a>(&'a self, name: &'a str, args: Map<String, Value>, ctx: CallContext) -> BoxFuture<'a, ToolResult> {
-        let request = InvokeRequest { id: new_invoke_id(), command: name.to_string(), args, session_key: None };
+        let request = InvokeRequest {
+            id: new_invoke_id(),
+            command: name.to_string(),
+            args,
+            session_key: None,
+            caller: Caller::Mcp,
+        };
         self.registry
             .commands
             .call_mcp(name, request, ctx, &self.filter, |name| {

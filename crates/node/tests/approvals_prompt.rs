@@ -10,7 +10,7 @@ use approvals_common::{Fixture, path_exists};
 use clawmcp_mcp::ErrorCode;
 use clawmcp_node::LocalMethods;
 use clawmcp_node::approvals::{
-    ApprovalsApi, DEFAULT_PROMPT_TIMEOUT, Decision, DenialCode, LIST_METHOD, MAX_PENDING, POLICY_CHANGED,
+    ApprovalsApi, Approver, DEFAULT_PROMPT_TIMEOUT, Decision, DenialCode, LIST_METHOD, MAX_PENDING, POLICY_CHANGED,
     RESOLVE_METHOD,
 };
 use serde_json::json;
@@ -177,7 +177,7 @@ async fn the_prompt_timeout_is_configurable_and_an_answer_just_before_it_counts(
     let task = {
         let approvals = approvals.clone();
         let request = request.clone();
-        tokio::spawn(async move { approvals.authorize(&request, &CancellationToken::new()).await })
+        tokio::spawn(async move { approvals.authorize(&request, &Approver::Terminal, &CancellationToken::new()).await })
     };
     while approvals.pending().is_empty() {
         tokio::task::yield_now().await;
@@ -189,7 +189,7 @@ async fn the_prompt_timeout_is_configurable_and_an_answer_just_before_it_counts(
     task.await.unwrap().unwrap();
 
     let started = tokio::time::Instant::now();
-    assert!(approvals.authorize(&request, &CancellationToken::new()).await.is_err());
+    assert!(approvals.authorize(&request, &Approver::Terminal, &CancellationToken::new()).await.is_err());
     assert_eq!(started.elapsed(), Duration::from_secs(5));
 }
 
@@ -243,7 +243,7 @@ async fn cancelling_a_pending_prompt_removes_it() {
 
     let already = CancellationToken::new();
     already.cancel();
-    let denial = fx.approvals.authorize(&fx.request("tool", &[]), &already).await.unwrap_err();
+    let denial = fx.approvals.authorize(&fx.request("tool", &[]), &Approver::Terminal, &already).await.unwrap_err();
     assert_eq!(denial.reason, "cancelled");
 }
 

@@ -24,6 +24,7 @@ fn request(command: &str, args: Value) -> InvokeRequest {
         command: command.into(),
         args: args.as_object().unwrap().clone(),
         session_key: None,
+        caller: clawmcp_node::Caller::Mcp,
     }
 }
 
@@ -85,13 +86,16 @@ async fn prepare_returns_the_plan_and_runs_nothing() {
     let args = json!({"command": ["touch", marker], "cwd": cwd, "agentId": "ops"});
     let payload = payload_of(&node.call("system.run.prepare", args).await);
     let marker_text = marker.to_str().unwrap();
+    assert_eq!(payload["cmdText"], format!("touch {marker_text}"));
+    let mut plan = payload["plan"].clone();
+    let snapshot = plan.as_object_mut().unwrap().remove("policySnapshot").expect("the plan carries the policy");
     assert_eq!(
-        payload,
-        json!({
-            "cmdText": format!("touch {marker_text}"),
-            "plan": {"argv": ["touch", marker_text], "cwd": cwd, "rawCommand": null, "agentId": "ops", "sessionKey": null}
-        })
+        plan,
+        json!({"argv": ["touch", marker_text], "cwd": cwd, "commandText": format!("touch {marker_text}"),
+               "commandPreview": null, "rawCommand": null, "agentId": "ops", "sessionKey": null})
     );
+    assert_eq!(payload["execPolicy"]["security"], snapshot["security"], "the policy the node judges by");
+    assert!(snapshot["allowlistRules"].is_array());
     assert!(!marker.exists());
 }
 

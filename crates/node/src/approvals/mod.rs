@@ -6,9 +6,12 @@
 //! 2. `<data-dir>/exec-approvals.json` is read ([`store`]) and the agent's effective policy taken
 //!    ([`model`]); an untrustworthy file means "deny everything".
 //! 3. The allowlist is matched against the resolved path and arguments ([`matcher`]).
-//! 4. The pure evaluator decides ([`evaluator`]). If it wants a human, the request waits in the
-//!    prompt queue ([`pending`]) until `clawmcp approvals` answers it, the prompt timeout passes
-//!    (then `askFallback` decides), or the caller cancels.
+//! 4. The pure evaluator decides ([`evaluator`]). If it wants a human, the [`Approver`] says
+//!    which: for a local MCP call the request waits in the prompt queue ([`pending`]) until
+//!    `clawmcp approvals` answers it, the prompt timeout passes (then `askFallback` decides), or
+//!    the caller cancels; for a gateway call it is refused at once (`ApprovalRequired`), and the
+//!    gateway's re-invoke brings the operator's decision, judged against the [`snapshot`] of the
+//!    policy it was given under.
 //! 5. Before allowing, the policy is re-read: if it was tightened while the human decided, the
 //!    command is refused (`policy-changed-before-execution`). "Allow always" then records an
 //!    argument-bound allowlist entry, and a matched entry gets its usage stamped.
@@ -29,6 +32,7 @@ pub mod model;
 pub mod pending;
 pub mod remote;
 pub mod resolve;
+pub mod snapshot;
 pub mod store;
 
 use std::collections::HashSet;
@@ -40,10 +44,11 @@ use tokio_util::sync::CancellationToken;
 
 pub use api::{ApprovalsApi, LIST_METHOD, RESOLVE_METHOD};
 pub use pending::{Decision, MAX_PENDING, PendingApproval, ResolveError};
+pub use snapshot::PolicySnapshot;
 
 use evaluator::{DenyReason, Evaluation, Verdict, evaluate, fallback_decision};
 use model::{
-    ALLOW_ALWAYS_SOURCE, AllowlistEntry, EffectivePolicy, GrantIdentity, Policy, Security, WILDCARD_AGENT,
+    ALLOW_ALWAYS_SOURCE, AllowlistEntry, Ask, EffectivePolicy, GrantIdentity, Policy, Security, WILDCARD_AGENT,
     new_entry_id, normalize_agent_id,
 };
 use pending::PendingQueue;
@@ -55,6 +60,26 @@ pub const DEFAULT_PROMPT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The reason a revalidation (or the post-prompt check) fails.
 pub const POLICY_CHANGED: &str = "policy-changed-before-execution";
+
+/// The reason an operator's approval is refused because the policy moved since prepare.
+pub const APPROVAL_STALE: &str = "exec approval policy changed since system.run.prepare; request approval again";
+
+/// Who answers when the policy wants a person to decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approver {
+    /// A person at this machine, asked now through `clawmcp approvals` (local MCP calls).
+    Terminal,
+    /// The gateway's operator. The gateway's exec tool asks before it invokes, so a run that
+    /// still needs a person is refused at once (`ApprovalRequired`): the tool then prepares,
+    /// asks and re-invokes. Nobody at this machine is asked, and nothing waits.
+    GatewayOperator,
+    /// The operator's answer, forwarded by the gateway with the re-invoke, given while the
+    /// policy was `snapshot` (taken by `system.run.prepare`).
+    Granted { decision: Decision, snapshot: PolicySnapshot },
+    /// The operator did not answer in time and the gateway asks this node to apply its own
+    /// `askFallback` (upstream's `approvalSource: "ask-fallback"`), for the prepared `snapshot`.
+    AskFallback { snapshot: PolicySnapshot },
+}
 
 /// A `system.run` request as the approval layer sees it (already validated by `system`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,6 +124,8 @@ pub enum DenialCode {
     SecurityDeny,
     AskDeny,
     AllowlistMiss,
+    /// A person must decide and the caller's approver is the gateway's operator.
+    ApprovalRequired,
     UserDenied,
     ValidationFailed,
     ResolutionFailed,
@@ -114,6 +141,24 @@ impl fmt::Display for DenialCode {
 impl Denial {
     pub fn new(code: DenialCode, reason: impl Into<String>) -> Self {
         Denial { code, reason: reason.into() }
+    }
+
+    /// The `reason` of the `exec.denied` node event, in upstream's words where it has them: a
+    /// stale approval is `approval-required` too, since asking again is the way on.
+    pub fn event_reason(&self) -> &'static str {
+        match self.code {
+            DenialCode::SecurityDeny => "security=deny",
+            DenialCode::AllowlistMiss | DenialCode::AskDeny => "allowlist-miss",
+            DenialCode::ApprovalRequired => "approval-required",
+            DenialCode::ValidationFailed if self.reason == POLICY_CHANGED || self.reason == APPROVAL_STALE => {
+                "approval-required"
+            }
+            DenialCode::UserDenied => "user-denied",
+            DenialCode::ValidationFailed => "invalid-request",
+            DenialCode::ResolutionFailed => "resolution-failed",
+            DenialCode::Unavailable => "unavailable",
+            DenialCode::InternalError => "internal-error",
+        }
     }
 }
 
@@ -136,6 +181,15 @@ impl Currency {
             && self.policy.ask.is_at_least_as_strict_as(fresh.policy.ask)
             && fresh.policy.ask_fallback >= self.policy.ask_fallback
             && self.grants.is_subset(&fresh.grants())
+    }
+}
+
+/// Why `askFallback` refused, for the denial text.
+fn fallback_reason(policy: &EffectivePolicy, allowlist_matched: bool) -> String {
+    let fallback = policy.policy.security.min(policy.policy.ask_fallback);
+    match (fallback, allowlist_matched) {
+        (Security::Allowlist, false) => "askFallback=allowlist and the allowlist does not match".to_string(),
+        _ => format!("askFallback={}", fallback.as_str()),
     }
 }
 
@@ -176,8 +230,22 @@ impl ExecApprovals {
         self.store.path()
     }
 
-    /// Decides whether `request` may run, waiting for a human when the policy says to ask.
-    pub async fn authorize(&self, request: &RunRequest, cancel: &CancellationToken) -> Result<Authorization, Denial> {
+    /// The policy `agent_id` is judged by now, and its snapshot for an approval to be given
+    /// against (`system.run.prepare`).
+    pub fn current_policy(&self, agent_id: Option<&str>) -> (Policy, PolicySnapshot) {
+        let policy = self.store.load().effective(&normalize_agent_id(agent_id));
+        (policy.policy, PolicySnapshot::of(&policy))
+    }
+
+    /// Decides whether `request` may run. When the policy wants a person, `approver` says who:
+    /// the terminal is asked and waited for; the gateway's operator is not here, so the run is
+    /// refused unless the call carries that operator's answer.
+    pub async fn authorize(
+        &self,
+        request: &RunRequest,
+        approver: &Approver,
+        cancel: &CancellationToken,
+    ) -> Result<Authorization, Denial> {
         if request.argv.is_empty() {
             return Err(Denial::new(DenialCode::ValidationFailed, "missing-command"));
         }
@@ -200,11 +268,40 @@ impl ExecApprovals {
         };
         let currency = Currency::capture(&policy);
 
+        // An answer that arrived with the call: judged at once, against the policy it was given for.
+        let forwarded = match approver {
+            Approver::Terminal | Approver::GatewayOperator => None,
+            Approver::Granted { snapshot, .. } | Approver::AskFallback { snapshot } => {
+                if !snapshot.is_current(&PolicySnapshot::of(&policy)) {
+                    return Err(Denial::new(DenialCode::ValidationFailed, APPROVAL_STALE));
+                }
+                Some(match approver {
+                    Approver::Granted { decision, .. } => (*decision, false),
+                    _ => {
+                        (fallback_decision(policy.policy.security, policy.policy.ask_fallback, matched.is_some()), true)
+                    }
+                })
+            }
+        };
+
         let mut decision = None;
-        match evaluate(evaluation, None) {
-            Verdict::Allow => {}
-            Verdict::Deny(reason) => return Err(self.denial(reason, &policy, &command, &loaded)),
-            Verdict::RequiresPrompt => {
+        match (evaluate(evaluation, None), forwarded) {
+            (_, Some((chosen, by_fallback))) => match evaluate(evaluation, Some(chosen)) {
+                Verdict::Allow => decision = Some(chosen),
+                Verdict::Deny(DenyReason::UserDenied) if by_fallback => {
+                    return Err(self.operator_fallback_denial(&policy, matched.is_some()));
+                }
+                Verdict::Deny(reason) => return Err(self.denial(reason, &policy, &command, &loaded)),
+                Verdict::RequiresPrompt => {
+                    return Err(Denial::new(DenialCode::InternalError, "second-pass-requires-prompt"));
+                }
+            },
+            (Verdict::Allow, None) => {}
+            (Verdict::Deny(reason), None) => return Err(self.denial(reason, &policy, &command, &loaded)),
+            (Verdict::RequiresPrompt, None) if *approver == Approver::GatewayOperator => {
+                return Err(self.approval_required(&policy, &command, matched.is_some()));
+            }
+            (Verdict::RequiresPrompt, None) => {
                 let answer = self.ask_human(request, &command, &policy, matched.is_some(), cancel).await?;
                 let (chosen, by_fallback) = match answer {
                     Answer::Human(d) => (d, false),
@@ -365,12 +462,39 @@ impl ExecApprovals {
         }
     }
 
-    fn timeout_denial(&self, policy: &EffectivePolicy, allowlist_matched: bool) -> Denial {
-        let fallback = policy.policy.security.min(policy.policy.ask_fallback);
-        let why = match (fallback, allowlist_matched) {
-            (Security::Allowlist, false) => "askFallback=allowlist and the allowlist does not match".to_string(),
-            _ => format!("askFallback={}", fallback.as_str()),
+    /// The gateway's operator must decide: the text says why, and how the decision gets here.
+    fn approval_required(
+        &self,
+        policy: &EffectivePolicy,
+        command: &ResolvedCommand,
+        allowlist_matched: bool,
+    ) -> Denial {
+        let why = match (policy.policy.ask, allowlist_matched) {
+            (Ask::Always, _) => format!("ask=always for agent '{}'", policy.agent_id),
+            _ => format!(
+                "`{}` with these arguments is not allowlisted for agent '{}' and ask={}",
+                command.executable_text,
+                policy.agent_id,
+                policy.policy.ask.as_str()
+            ),
         };
+        Denial::new(
+            DenialCode::ApprovalRequired,
+            format!(
+                "approval required: {why}; the gateway's exec tool asks an operator and runs it again with the \
+                 decision (system.run.prepare, exec.approval.request, exec.approval.resolve)"
+            ),
+        )
+    }
+
+    /// The operator did not answer and this node's `askFallback` refuses.
+    fn operator_fallback_denial(&self, policy: &EffectivePolicy, allowlist_matched: bool) -> Denial {
+        let why = fallback_reason(policy, allowlist_matched);
+        Denial::new(DenialCode::UserDenied, format!("the operator did not decide in time ({why})"))
+    }
+
+    fn timeout_denial(&self, policy: &EffectivePolicy, allowlist_matched: bool) -> Denial {
+        let why = fallback_reason(policy, allowlist_matched);
         Denial::new(
             DenialCode::UserDenied,
             format!(

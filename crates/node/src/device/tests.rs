@@ -23,6 +23,7 @@ async fn call_with(capability: &DeviceCapability, command: &str, args: Value, ct
         command: command.into(),
         args: args.as_object().expect("object args").clone(),
         session_key: None,
+        caller: crate::capability::Caller::Mcp,
     };
     let output = capability.invoke(request, ctx).await?;
     Ok(output.payload.expect("device commands answer JSON"))

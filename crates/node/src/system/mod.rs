@@ -15,6 +15,7 @@
 //! [`crate::command_text`].
 
 mod notify;
+mod operator_approval;
 mod prepare;
 mod request;
 mod run;
@@ -53,15 +54,14 @@ impl SystemCapability {
                 let (settings, approvals) = (settings.clone(), approvals.clone());
                 async move {
                     run::ensure_enabled(&settings)?;
-                    run::invoke(&settings, &approvals, &request.args, request.session_key, &ctx.cancel).await
+                    run::invoke(&settings, &approvals, &request, &ctx.cancel).await
                 }
             })
         };
         let prepare = {
-            let settings = settings.clone();
+            let (settings, approvals) = (settings.clone(), approvals.clone());
             prepare::command_spec().with_handler(move |request, _ctx| {
-                let answer =
-                    run::ensure_enabled(&settings).and_then(|()| prepare::invoke(&request.args, request.session_key));
+                let answer = run::ensure_enabled(&settings).and_then(|()| prepare::invoke(&approvals, &request));
                 async move { answer }
             })
         };

@@ -1,17 +1,26 @@
-//! `system.run.prepare`: the plan `system.run` would execute, with nothing executed and nothing
-//! asked of the approvals policy.
+//! `system.run.prepare`: the plan `system.run` would execute, with nothing executed and nobody
+//! asked.
 //!
 //! A caller (the gateway before an approval prompt, an MCP client before `system.run`) uses it to
 //! show a person exactly what would run: `cmdText` is the caller's `rawCommand` when given (already
 //! checked against argv) or this node's shell-quoted rendering of argv.
+//!
+//! The rest is the shape the gateway's exec tool reads (upstream's node host answers the same):
+//! `plan {argv, cwd, commandText, commandPreview, agentId, sessionKey, policySnapshot}` — the plan
+//! an operator approves and the gateway sends back with the decision — `execPolicy {security,
+//! ask}`, the policy the agent's runs are judged by now, and `allowAlwaysCoverage`, which this node
+//! leaves empty (`complete: false`): "allow always" here records one exact argv, not patterns.
+//! `commandText` is argv as the gateway renders it, `commandPreview` the shell script or display
+//! text the caller gave when that differs.
 
 use clawmcp_mcp::ToolAnnotations;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use std::sync::LazyLock;
 
 use super::request::{self, run_arguments_schema};
-use crate::capability::{CommandSpec, InvokeResult};
-use crate::command_text::display_command;
+use crate::approvals::ExecApprovals;
+use crate::capability::{CommandSpec, InvokeRequest, InvokeResult};
+use crate::command_text::{display_command, gateway_command};
 
 pub fn command_spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
@@ -20,8 +29,9 @@ pub fn command_spec() -> CommandSpec {
         output_schema: None,
         description: Some(
             "Dry run of system.run: validates the same arguments and returns the plan \
-             {cmdText, plan:{argv, cwd, rawCommand, agentId, sessionKey}} without running anything \
-             or consulting exec approvals. cmdText is rawCommand, or argv quoted for a POSIX shell.",
+             {cmdText, plan:{argv, cwd, commandText, commandPreview, rawCommand, agentId, sessionKey, \
+             policySnapshot}, execPolicy:{security, ask}} without running anything or asking anyone. cmdText is \
+             rawCommand, or argv quoted for a POSIX shell.",
         ),
         input_schema: Some(run_arguments_schema().into()),
         annotations: ToolAnnotations::READ_ONLY,
@@ -30,38 +40,67 @@ pub fn command_spec() -> CommandSpec {
 }
 
 /// Serves `system.run.prepare` (the kill switch is checked by the caller).
-pub fn invoke(args: &Map<String, Value>, session_key: Option<String>) -> InvokeResult {
-    let run = request::validate(args, session_key).map_err(|reason| format!("Invalid system.run request: {reason}"))?;
+pub fn invoke(approvals: &ExecApprovals, call: &InvokeRequest) -> InvokeResult {
+    let run = request::validate(&call.args, request::session_key(call))
+        .map_err(|reason| format!("Invalid system.run request: {reason}"))?;
     let plan = run.request;
     let cmd_text = plan.raw_command.clone().unwrap_or_else(|| display_command(&plan.argv));
+    let command_text = gateway_command(&plan.argv);
+    let preview = plan.raw_command.clone().filter(|raw| *raw != command_text);
+    let (policy, snapshot) = approvals.current_policy(plan.agent_id.as_deref());
     Ok(json!({
         "cmdText": cmd_text,
         "plan": {
             "argv": plan.argv,
             "cwd": plan.cwd.as_deref().map(|cwd| cwd.to_string_lossy()),
+            "commandText": command_text,
+            "commandPreview": preview,
             "rawCommand": plan.raw_command,
             "agentId": plan.agent_id,
             "sessionKey": plan.session_key,
-        }
+            "policySnapshot": snapshot.to_json(),
+        },
+        "execPolicy": {"security": policy.security.as_str(), "ask": policy.ask.as_str()},
+        "allowAlwaysCoverage": {"complete": false, "patterns": []},
     }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
+    use crate::capability::Caller;
+
+    fn call(args: Value, session_key: Option<&str>, caller: Caller) -> InvokeRequest {
+        InvokeRequest {
+            id: "t".into(),
+            command: "system.run.prepare".into(),
+            args: args.as_object().unwrap().clone(),
+            session_key: session_key.map(String::from),
+            caller,
+        }
+    }
+
+    /// Prepares `args` over MCP against the built-in policy (no approvals file).
     fn prepare(args: Value) -> InvokeResult {
-        invoke(args.as_object().unwrap(), None)
+        let dir = tempfile::tempdir().unwrap();
+        invoke(&ExecApprovals::open(dir.path().join("exec-approvals.json")), &call(args, None, Caller::Mcp))
     }
 
     #[test]
-    fn returns_the_plan_with_quoted_command_text() {
+    fn returns_the_plan_with_quoted_command_text_and_the_policy_it_is_judged_by() {
         let payload = prepare(json!({"command": ["echo", "a b"], "cwd": "/tmp", "agentId": "ops"})).unwrap();
         assert_eq!(
             payload,
             json!({
                 "cmdText": "echo 'a b'",
-                "plan": {"argv": ["echo", "a b"], "cwd": "/tmp", "rawCommand": null, "agentId": "ops", "sessionKey": null}
+                "plan": {"argv": ["echo", "a b"], "cwd": "/tmp", "commandText": "echo \"a b\"", "commandPreview": null,
+                         "rawCommand": null, "agentId": "ops", "sessionKey": null,
+                         "policySnapshot": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny",
+                                            "autoAllowSkills": false, "allowlistRules": []}},
+                "execPolicy": {"security": "allowlist", "ask": "on-miss"},
+                "allowAlwaysCoverage": {"complete": false, "patterns": []},
             })
         );
     }
@@ -71,13 +110,22 @@ mod tests {
         let payload = prepare(json!({"command": ["sh", "-c", "ls | wc -l"], "rawCommand": "ls | wc -l"})).unwrap();
         assert_eq!(payload["cmdText"], "ls | wc -l");
         assert_eq!(payload["plan"]["rawCommand"], "ls | wc -l");
+        assert_eq!(payload["plan"]["commandText"], "sh -c \"ls | wc -l\"", "the gateway's rendering of argv");
+        assert_eq!(payload["plan"]["commandPreview"], "ls | wc -l", "what the person reads");
         assert_eq!(payload["plan"]["argv"], json!(["sh", "-c", "ls | wc -l"]), "wrapper argv is kept as given");
     }
 
     #[test]
-    fn the_session_key_comes_from_the_envelope() {
-        let payload = invoke(json!({"command": ["ls"]}).as_object().unwrap(), Some("agent:main:main".into())).unwrap();
-        assert_eq!(payload["plan"]["sessionKey"], "agent:main:main");
+    fn the_session_key_comes_from_the_envelope_or_the_gateways_params() {
+        let dir = tempfile::tempdir().unwrap();
+        let approvals = ExecApprovals::open(dir.path().join("exec-approvals.json"));
+        let session = |args: Value, envelope: Option<&str>, caller| {
+            invoke(&approvals, &call(args, envelope, caller)).unwrap()["plan"]["sessionKey"].clone()
+        };
+        assert_eq!(session(json!({"command": ["ls"]}), Some("agent:main:main"), Caller::Gateway), "agent:main:main");
+        let named = json!({"command": ["ls"], "sessionKey": "agent:ops:main"});
+        assert_eq!(session(named.clone(), None, Caller::Gateway), "agent:ops:main", "where the exec tool puts it");
+        assert_eq!(session(named, None, Caller::Mcp), Value::Null, "an MCP client names no session");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::approvals::RunRequest;
+use crate::capability::{Caller, InvokeRequest};
 use crate::command_text::raw_command_matches;
 
 /// Timeout when the caller gives none.
@@ -108,8 +109,20 @@ pub fn run_arguments_schema() -> Value {
     })
 }
 
-/// Validates `args`. `session_key` comes from the transport envelope (a gateway invoke), never
-/// from `args`.
+/// The session a call belongs to: the gateway envelope's, else, on the gateway's own
+/// `node.invoke`, the `sessionKey` argument (where the gateway's exec tool puts it, after checking
+/// it against the approval). Never an MCP client's: the argument would name any session it liked.
+pub fn session_key(request: &InvokeRequest) -> Option<String> {
+    match request.caller {
+        Caller::Gateway => request
+            .session_key
+            .clone()
+            .or_else(|| request.args.get("sessionKey").and_then(Value::as_str).map(str::to_owned)),
+        Caller::Mcp | Caller::GatewayPluginTool => request.session_key.clone(),
+    }
+}
+
+/// Validates `args`. `session_key` comes from [`session_key`], never straight from `args`.
 pub fn validate(args: &Map<String, Value>, session_key: Option<String>) -> Result<ValidRun, InvalidRun> {
     let argv = parse_argv(args.get("command"))?;
     let cwd = match args.get("cwd") {

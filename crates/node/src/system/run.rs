@@ -24,9 +24,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::request::{self, InvalidRun, run_arguments_schema};
-use super::sandbox;
+use super::{operator_approval, sandbox};
 use crate::approvals::{Denial, DenialCode, ExecApprovals};
-use crate::capability::{CapabilityError, CommandSpec};
+use crate::capability::{Caller, CapabilityError, CommandSpec, InvokeRequest};
 use crate::settings::{LiveSettings, SandboxSettings};
 
 /// The error of every `system.run*` call while the "Run system tools" switch is off.
@@ -72,20 +72,26 @@ pub use clawmcp_mcp::tool::codes::{INVALID_REQUEST, SYSTEM_RUN_DENIED, UNAVAILAB
 pub async fn invoke(
     settings: &LiveSettings,
     approvals: &ExecApprovals,
-    args: &Map<String, Value>,
-    session_key: Option<String>,
+    call: &InvokeRequest,
     cancel: &CancellationToken,
 ) -> ToolOutcome {
+    let args = &call.args;
     let run_id = args.get("runId").and_then(Value::as_str).map(str::to_owned);
-    let run = request::validate(args, session_key).map_err(validation_failure)?;
-    let authorization = match approvals.authorize(&run.request, cancel).await {
+    let run = request::validate(args, request::session_key(call)).map_err(validation_failure)?;
+    let approver = operator_approval::approver(call.caller, args, &run)?;
+    // On the gateway path a refusal also tells the gateway the run is over (`exec.denied`).
+    let refuse = |denial: Denial| match call.caller {
+        Caller::Gateway => denied(&denial).with_gateway_event(EXEC_DENIED, exec_denied(&run.request, &run_id, &denial)),
+        Caller::Mcp | Caller::GatewayPluginTool => denied(&denial),
+    };
+    let authorization = match approvals.authorize(&run.request, &approver, cancel).await {
         Ok(authorization) => authorization,
         Err(_) if cancel.is_cancelled() => return Err(clawmcp_mcp::CANCELLED.into()),
-        Err(denial) => return Err(denied(denial)),
+        Err(denial) => return Err(refuse(denial)),
     };
 
     // Prelaunch: the decision may be minutes old.
-    approvals.revalidate(&authorization).map_err(denied)?;
+    approvals.revalidate(&authorization).map_err(refuse)?;
     ensure_enabled(settings)?;
     if cancel.is_cancelled() {
         return Err(clawmcp_mcp::CANCELLED.into());
@@ -139,6 +145,28 @@ pub async fn invoke(
 /// node session with the output.
 pub const EXEC_FINISHED: &str = "exec.finished";
 
+/// The node event for a run the policy refused; the gateway ends its tracking of the run on it.
+pub const EXEC_DENIED: &str = "exec.denied";
+
+/// `exec.denied`: `{sessionKey, runId, host:"node", command, reason, suppressNotifyOnExit}` as
+/// upstream sends it.
+fn exec_denied(request: &crate::approvals::RunRequest, run_id: &Option<String>, denial: &Denial) -> Value {
+    serde_json::json!({
+        "sessionKey": request.session_key.as_deref().unwrap_or("node"),
+        "runId": run_id,
+        "host": "node",
+        "command": event_command(request),
+        "reason": denial.event_reason(),
+        "suppressNotifyOnExit": false,
+    })
+}
+
+/// The command text both exec events carry: the caller's `rawCommand`, else argv as the
+/// gateway renders it.
+fn event_command(request: &crate::approvals::RunRequest) -> String {
+    request.raw_command.clone().unwrap_or_else(|| crate::command_text::gateway_command(&request.argv))
+}
+
 /// The most characters of output `exec.finished` carries (the agent reads the full result from
 /// the invoke; the event is a wake-up note).
 const EXEC_FINISHED_OUTPUT_CHARS: usize = 4000;
@@ -151,7 +179,7 @@ fn exec_finished(request: &crate::approvals::RunRequest, run_id: Option<String>,
         [text("stdout"), text("stderr")].iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect::<Vec<_>>();
     let output = output.join("\n");
     let skip = output.chars().count().saturating_sub(EXEC_FINISHED_OUTPUT_CHARS);
-    let command = request.raw_command.clone().unwrap_or_else(|| crate::command_text::gateway_command(&request.argv));
+    let command = event_command(request);
     serde_json::json!({
         "sessionKey": request.session_key.as_deref().unwrap_or("node"),
         "runId": run_id,
@@ -215,10 +243,10 @@ fn sandbox_note(containment: &Containment, sandbox: &SandboxSettings, outcome: &
 
 /// `exec-approvals-v2: ValidationFailed (<reason>)`, the same text as every other denial.
 fn validation_failure(reason: InvalidRun) -> CapabilityError {
-    denied(Denial::new(DenialCode::ValidationFailed, reason.to_string()))
+    denied(&Denial::new(DenialCode::ValidationFailed, reason.to_string()))
 }
 
-fn denied(denial: Denial) -> CapabilityError {
+fn denied(denial: &Denial) -> CapabilityError {
     CapabilityError::new(denial.to_string()).with_code(SYSTEM_RUN_DENIED)
 }
 

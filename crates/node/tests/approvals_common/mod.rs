@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clawmcp_node::approvals::{Authorization, Denial, ExecApprovals, PendingApproval, RunRequest};
+use clawmcp_node::approvals::{Approver, Authorization, Denial, ExecApprovals, PendingApproval, RunRequest};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -78,13 +78,17 @@ impl Fixture {
     }
 
     pub async fn authorize(&self, request: &RunRequest) -> Result<Authorization, Denial> {
-        self.approvals.authorize(request, &CancellationToken::new()).await
+        self.approvals.authorize(request, &Approver::Terminal, &CancellationToken::new()).await
+    }
+
+    pub async fn authorize_as(&self, request: &RunRequest, approver: &Approver) -> Result<Authorization, Denial> {
+        self.approvals.authorize(request, approver, &CancellationToken::new()).await
     }
 
     /// Starts an authorization in the background (it may wait for a prompt).
     pub fn spawn(&self, request: RunRequest, cancel: CancellationToken) -> JoinHandle<Result<Authorization, Denial>> {
         let approvals = self.approvals.clone();
-        tokio::spawn(async move { approvals.authorize(&request, &cancel).await })
+        tokio::spawn(async move { approvals.authorize(&request, &Approver::Terminal, &cancel).await })
     }
 
     /// Yields (without letting paused time advance) until `count` prompts are pending.

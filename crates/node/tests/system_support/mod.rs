@@ -102,6 +102,7 @@ pub fn run_request(args: Value) -> InvokeRequest {
         command: "system.run".into(),
         args: args.as_object().unwrap().clone(),
         session_key: None,
+        caller: clawmcp_node::Caller::Mcp,
     }
 }
 
