@@ -73,6 +73,7 @@ fn set_requires_a_base_hash() {
     ] {
         let error = fx.approvals.set_from_args(&args(bad)).unwrap_err();
         assert_eq!(error.message, "baseHash is required for exec approvals updates; reload and retry");
+        assert_eq!(error.code, Some("INVALID_REQUEST"), "the caller's request is wrong, as upstream answers");
     }
 }
 
@@ -102,6 +103,7 @@ fn a_stale_hash_is_refused_and_the_file_untouched() {
             .set_from_args(&args(json!({"baseHash": stale, "file": {"version": 1, "defaults": {"security": "deny"}}})))
             .unwrap_err();
         assert_eq!(error.message, "exec approvals changed; reload and retry");
+        assert_eq!(error.code, Some("INVALID_REQUEST"), "upstream's code for a stale hash");
     }
     assert_eq!(std::fs::read(fx.policy_path()).unwrap(), before);
 }

@@ -15,6 +15,7 @@ use super::model::{ApprovalsFile, FILE_VERSION};
 use super::remote;
 use super::store::{Loaded, missing_hash};
 use crate::capability::{CapabilityError, Command, CommandSpec, InvokeResult};
+use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 
 pub const GET_COMMAND: &str = "system.execApprovals.get";
 pub const SET_COMMAND: &str = "system.execApprovals.set";
@@ -137,23 +138,25 @@ impl ExecApprovals {
         }
     }
 
-    /// `system.execApprovals.set`.
+    /// `system.execApprovals.set`. A request the node refuses (stale hash, a malformed file, an
+    /// update that would loosen the policy) is `INVALID_REQUEST`, as upstream answers; a node
+    /// that cannot read or write its own file is `UNAVAILABLE`.
     pub fn set_from_args(&self, args: &Map<String, Value>) -> InvokeResult {
         let base_hash = args
             .get("baseHash")
             .and_then(Value::as_str)
             .map(str::trim)
             .filter(|hash| !hash.is_empty())
-            .ok_or("baseHash is required for exec approvals updates; reload and retry")?;
+            .ok_or_else(|| invalid("baseHash is required for exec approvals updates; reload and retry"))?;
         let Some(Value::Object(raw)) = args.get("file") else {
-            return Err("exec approvals file required".into());
+            return Err(invalid("exec approvals file required"));
         };
         if raw.get("version").and_then(Value::as_i64) != Some(FILE_VERSION) {
-            return Err("exec approvals file version 1 required".into());
+            return Err(invalid("exec approvals file version 1 required"));
         }
-        remote::check_agent_shapes(raw)?;
+        remote::check_agent_shapes(raw).map_err(invalid)?;
         let desired: ApprovalsFile = serde_json::from_value(Value::Object(raw.clone()))
-            .map_err(|e| CapabilityError::new(format!("Invalid exec approvals file: {e}")))?;
+            .map_err(|e| invalid(format!("Invalid exec approvals file: {e}")))?;
 
         let _guard = self.store.lock();
         let (current, current_hash) = match self.store.load() {
@@ -163,14 +166,14 @@ impl ExecApprovals {
         };
         if base_hash != current_hash {
             tracing::warn!("execApprovals.set refused: stale baseHash");
-            return Err("exec approvals changed; reload and retry".into());
+            return Err(invalid("exec approvals changed; reload and retry"));
         }
         if let Err(message) = remote::validate_update(&current, &desired) {
             tracing::warn!(%message, "execApprovals.set refused");
-            return Err(message.into());
+            return Err(invalid(message));
         }
         let saved = desired.normalized_for_save(current.socket.as_ref());
-        let hash = self.store.save(&saved).map_err(|e| CapabilityError::new(e.to_string()))?;
+        let hash = self.store.save(&saved).map_err(|e| CapabilityError::new(e.to_string()).with_code(UNAVAILABLE))?;
         tracing::info!(agents = saved.agents.as_ref().map_or(0, |a| a.len()), "exec approvals updated remotely");
         Ok(self.snapshot(true, &hash, &saved.redacted_for_snapshot()))
     }
@@ -190,7 +193,12 @@ impl ExecApprovals {
              until the node's owner fixes or deletes it",
             self.store.path().display()
         ))
+        .with_code(UNAVAILABLE)
     }
+}
+
+fn invalid(message: impl Into<String>) -> CapabilityError {
+    CapabilityError::new(message.into()).with_code(INVALID_REQUEST)
 }
 
 #[cfg(test)]
