@@ -199,6 +199,12 @@ impl ToolsInvokeClient {
 
 /// `ws://h:p/anything` -> `http://h:p/tools/invoke` (and `wss` -> `https`).
 pub fn tools_invoke_url(gateway_url: &str) -> Result<Url, InvokeError> {
+    gateway_http_url(gateway_url, "/tools/invoke")
+}
+
+/// The gateway's HTTP URL at `path` (its WebSocket and HTTP share the port): `ws://h:p/x` ->
+/// `http://h:p/<path>`, `wss` -> `https`, with no query, fragment or user info.
+pub fn gateway_http_url(gateway_url: &str, path: &str) -> Result<Url, InvokeError> {
     let invalid = |reason: &str| InvokeError::InvalidUrl { url: gateway_url.to_owned(), reason: reason.to_owned() };
     let mut url = Url::parse(gateway_url).map_err(|e| invalid(&e.to_string()))?;
     let scheme = match url.scheme() {
@@ -210,7 +216,7 @@ pub fn tools_invoke_url(gateway_url: &str) -> Result<Url, InvokeError> {
         return Err(invalid("it has no host"));
     }
     url.set_scheme(scheme).map_err(|()| invalid("cannot change the scheme"))?;
-    url.set_path("/tools/invoke");
+    url.set_path(path);
     url.set_query(None);
     url.set_fragment(None);
     let _ = url.set_username("");

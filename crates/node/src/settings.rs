@@ -218,6 +218,50 @@ impl Default for SandboxSettings {
     }
 }
 
+impl Settings {
+    /// The first setting in which `after` lets more run, or reach further, than `self`: a
+    /// switch turned on (`NodeSystemRunEnabled`, `EnableNodeMode`, `EnableMcpServer`), the
+    /// sandbox turned off or given the network, a writable path added, a limit raised or
+    /// removed, the gateway or its credentials changed. `None` when `after` only tightens (or
+    /// changes nothing). A change made for an agent over MCP (`app.settings.set`) must pass this;
+    /// the owner widens with `clawmcp settings set`.
+    pub fn widening_in(&self, after: &Settings) -> Option<&'static str> {
+        let turned_on = |before: bool, now: bool| !before && now;
+        let raised = |before: Option<u64>, now: Option<u64>| match (before, now) {
+            (Some(before), Some(now)) => now > before,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let (sandbox, next) = (&self.system_run_sandbox, &after.system_run_sandbox);
+        if turned_on(self.node_system_run_enabled, after.node_system_run_enabled) {
+            Some("NodeSystemRunEnabled")
+        } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
+            Some("EnableNodeMode")
+        } else if turned_on(self.enable_mcp_server, after.enable_mcp_server) {
+            Some("EnableMcpServer")
+        } else if sandbox.enabled && !next.enabled {
+            Some("SystemRunSandbox.Enabled")
+        } else if turned_on(sandbox.network, next.network) {
+            Some("SystemRunSandbox.Network")
+        } else if next.writable_paths.iter().any(|path| !sandbox.writable_paths.contains(path)) {
+            Some("SystemRunSandbox.WritablePaths")
+        } else if raised(sandbox.memory_mib, next.memory_mib) {
+            Some("SystemRunSandbox.MemoryMiB")
+        } else if raised(sandbox.max_processes.map(u64::from), next.max_processes.map(u64::from)) {
+            Some("SystemRunSandbox.MaxProcesses")
+        } else if raised(sandbox.cpu_seconds, next.cpu_seconds) {
+            Some("SystemRunSandbox.CpuSeconds")
+        } else if self.gateway_url != after.gateway_url
+            || self.gateway_token_file != after.gateway_token_file
+            || self.gateway_password_file != after.gateway_password_file
+        {
+            Some("GatewayUrl")
+        } else {
+            None
+        }
+    }
+}
+
 impl SandboxSettings {
     fn is_default(&self) -> bool {
         *self == SandboxSettings::default()
@@ -487,5 +531,69 @@ mod tests {
         let explicit = DataDir::resolve(Some(PathBuf::from("/tmp/x"))).unwrap();
         assert_eq!(explicit.root(), Path::new("/tmp/x"));
         assert_eq!(explicit.token_path(), Path::new("/tmp/x/mcp-token.txt"));
+    }
+}
+
+#[cfg(test)]
+mod widening_tests {
+    use super::*;
+
+    fn sandboxed() -> Settings {
+        let mut settings = Settings::default();
+        settings.system_run_sandbox.enabled = true;
+        settings.system_run_sandbox.network = false;
+        settings
+    }
+
+    #[test]
+    fn tightening_and_no_change_are_not_widening() {
+        let before = sandboxed();
+        assert_eq!(before.widening_in(&before), None);
+        let mut after = before.clone();
+        after.node_system_run_enabled = false;
+        after.enable_mcp_server = false;
+        after.system_run_sandbox.memory_mib = Some(1024);
+        after.system_run_sandbox.max_processes = Some(8);
+        after.system_run_sandbox.cpu_seconds = Some(1);
+        assert_eq!(before.widening_in(&after), None);
+        let mut unlimited = before.clone();
+        unlimited.system_run_sandbox.memory_mib = None;
+        let mut limited = unlimited.clone();
+        limited.system_run_sandbox.memory_mib = Some(64);
+        assert_eq!(unlimited.widening_in(&limited), None, "a limit where there was none tightens");
+    }
+
+    #[test]
+    fn every_widening_is_named() {
+        type Change = fn(&mut Settings);
+        // (the setting named, how the start differs from `sandboxed()`, the widening change)
+        let cases: [(&str, Change, Change); 11] = [
+            ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
+            ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
+            ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),
+            ("SystemRunSandbox.Enabled", |_| {}, |s| s.system_run_sandbox.enabled = false),
+            ("SystemRunSandbox.Network", |_| {}, |s| s.system_run_sandbox.network = true),
+            ("SystemRunSandbox.WritablePaths", |_| {}, |s| s.system_run_sandbox.writable_paths.push("/srv".into())),
+            ("SystemRunSandbox.MemoryMiB", |_| {}, |s| s.system_run_sandbox.memory_mib = None),
+            (
+                "SystemRunSandbox.MaxProcesses",
+                |_| {},
+                |s| s.system_run_sandbox.max_processes = Some(DEFAULT_SANDBOX_MAX_PROCESSES + 1),
+            ),
+            (
+                "SystemRunSandbox.CpuSeconds",
+                |_| {},
+                |s| s.system_run_sandbox.cpu_seconds = Some(DEFAULT_SANDBOX_CPU_SECONDS * 2),
+            ),
+            ("GatewayUrl", |_| {}, |s| s.gateway_url = Some("ws://127.0.0.1:1/".into())),
+            ("GatewayUrl", |_| {}, |s| s.gateway_token_file = Some("/tmp/other-token".into())),
+        ];
+        for (name, start_from, widen) in cases {
+            let mut start = sandboxed();
+            start_from(&mut start);
+            let mut after = start.clone();
+            widen(&mut after);
+            assert_eq!(start.widening_in(&after), Some(name));
+        }
     }
 }

@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod call;
 pub mod doctor;
 pub mod node;
+pub mod node_app;
 pub mod node_status;
 pub mod serve;
 pub mod settings;

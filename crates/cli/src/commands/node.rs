@@ -27,7 +27,7 @@ use clawmcp_node_gateway::{NodeLink, NodeLinkConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{GatewayNodeArgs, NodeAction, NodeArgs};
-use crate::commands::{data_dir, node_status, stop_on_signal};
+use crate::commands::{data_dir, node_app, node_status, stop_on_signal};
 use crate::exit::UsageError;
 use crate::output;
 
@@ -71,9 +71,16 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
                 .with_prompt_timeout(Duration::from_millis(args.approval_timeout_ms)),
         );
         let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
+        let reporter = node_status::Reporter::new(data.status_path());
+        let (control, mut controls) = tokio::sync::mpsc::channel(8);
+        registry.register_commands(node_app::commands(node_app::AppContext {
+            status: reporter.view(),
+            settings: settings.clone(),
+            control,
+            registry: Arc::downgrade(&registry),
+        }));
         check_filter(&registry, &filter)?;
         let filter_for_gateway = filter.clone();
-        let settings_status_path = data.status_path();
         let service = NodeMcpService::new(registry.clone())
             .with_filter(filter)
             .with_local_methods(Arc::new(ApprovalsApi(approvals)));
@@ -140,7 +147,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
             filter: filter_for_gateway,
             listener: None,
             link: None,
-            reporter: node_status::Reporter::new(settings_status_path),
+            reporter,
             gateway_error: None,
         };
         if let Some(server) = server {
@@ -156,6 +163,10 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
                 () = tokio::time::sleep(SETTINGS_POLL) => {}
+                Some(control) = controls.recv() => {
+                    transports.obey(control).await;
+                    continue;
+                }
             }
             if let Some(failed) = transports.listener_failed().await {
                 break failed;
@@ -273,6 +284,36 @@ impl Transports {
         }
         if changed {
             self.report();
+        }
+    }
+
+    /// What an `app.*` tool asked for.
+    async fn obey(&mut self, control: node_app::Control) {
+        match control {
+            node_app::Control::ReconnectGateway { reply } => {
+                let answer = match self.link.take() {
+                    None => {
+                        Err("gateway node mode is off: nothing to reconnect (`clawmcp settings set EnableNodeMode \
+                                 true` joins the saved gateway)"
+                            .to_owned())
+                    }
+                    Some(link) => {
+                        link.close().await;
+                        let settings = Settings::load(&self.data.settings_path()).unwrap_or_default();
+                        match gateway_link_config(&self.gateway_args, &settings, &self.data, self.filter.clone()) {
+                            Ok(config) => {
+                                let note = format!("reconnecting to {} as node `{}`", config.url, config.display_name);
+                                self.link = Some(NodeLink::start(config, self.registry.clone()));
+                                output::note(&format!("clawmcp node: {note} (app.connection.reconnect)"));
+                                Ok(note)
+                            }
+                            Err(error) => Err(format!("left the gateway but cannot join it again: {error:#}")),
+                        }
+                    }
+                };
+                self.report();
+                let _ = reply.send(answer);
+            }
         }
     }
 

@@ -63,6 +63,28 @@ pub struct Reporter {
     /// Bumped by every update and the stop; a write of an older generation (a blocking write
     /// still running when its task was replaced) is dropped, so the newest view always wins.
     generation: Arc<Mutex<u64>>,
+    /// What the file says (or is about to say), for the node's own `app.*` tools.
+    latest: StatusView,
+}
+
+/// The running node's status as its status file shows it, read in memory (no file, no lag).
+#[derive(Clone)]
+pub struct StatusView(Arc<Mutex<StatusFile>>);
+
+impl StatusView {
+    /// `{pid, startedAtMs, version, running, mcp:{state, endpoint?}, gateway:{state, ...}}`, the
+    /// shape of `clawmcp node status --json`.
+    pub fn json(&self) -> Value {
+        serde_json::to_value(&*lock(&self.0)).unwrap_or_default()
+    }
+
+    fn set(&self, file: &StatusFile) {
+        lock(&self.0).clone_from(file);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Reporter {
@@ -76,7 +98,13 @@ impl Reporter {
             mcp: McpStatus { state: "off".into(), endpoint: None },
             gateway: serde_json::json!({"state": "off"}),
         };
-        Reporter { path, file, gateway: None, task: None, generation: Arc::default() }
+        let latest = StatusView(Arc::new(Mutex::new(file.clone())));
+        Reporter { path, file, gateway: None, task: None, generation: Arc::default(), latest }
+    }
+
+    /// The in-memory view of what this reporter publishes.
+    pub fn view(&self) -> StatusView {
+        self.latest.clone()
     }
 
     /// What runs now: the MCP endpoint (if listening) and the gateway link (if any). The file
@@ -95,6 +123,8 @@ impl Reporter {
         let gateway = link.map(NodeLink::watch_status);
         self.gateway.clone_from(&gateway);
         let mut file = self.file.clone();
+        self.latest.set(&file);
+        let latest = self.latest.clone();
         let path = self.path.clone();
         self.task = Some({
             tokio::spawn(async move {
@@ -107,6 +137,7 @@ impl Reporter {
                 loop {
                     let current = gateway.borrow_and_update().clone();
                     file.gateway = serde_json::to_value(&current).unwrap_or_default();
+                    latest.set(&file);
                     if current.hint != last_hint {
                         log_hint(&current);
                         last_hint.clone_from(&current.hint);
@@ -136,12 +167,13 @@ impl Reporter {
             self.file.gateway = serde_json::to_value(&*gateway.borrow()).unwrap_or_default();
         }
         mark_stopped(&mut self.file);
+        self.latest.set(&self.file);
         let generation = self.next_generation();
         write_if_current(&self.generation, generation, &self.path, &self.file);
     }
 
     fn next_generation(&self) -> u64 {
-        let mut current = self.generation.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut current = lock(&self.generation);
         *current += 1;
         *current
     }
@@ -169,7 +201,7 @@ fn mark_stopped(file: &mut StatusFile) {
 
 /// Writes `file` unless a newer generation has been started since.
 fn write_if_current(current: &Mutex<u64>, generation: u64, path: &Path, file: &StatusFile) {
-    let current = current.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let current = lock(current);
     if *current == generation {
         write(path, file);
     }

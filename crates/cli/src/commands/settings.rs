@@ -37,7 +37,7 @@ pub fn run(args: SettingsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Sets `key` to `value` as text from the command line.
-fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Result<(), String> {
+pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Result<(), String> {
     let sandbox = &mut settings.system_run_sandbox;
     match key {
         SettingKey::EnableNodeMode => settings.enable_node_mode = switch(value)?,
@@ -53,6 +53,24 @@ fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Result<(), St
         SettingKey::SandboxCpuSeconds => sandbox.cpu_seconds = limit(value)?,
     }
     Ok(())
+}
+
+/// The value of `key` in `settings`, as JSON.
+pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Value {
+    let sandbox = &settings.system_run_sandbox;
+    match key {
+        SettingKey::EnableNodeMode => settings.enable_node_mode.into(),
+        SettingKey::EnableMcpServer => settings.enable_mcp_server.into(),
+        SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled.into(),
+        SettingKey::SandboxEnabled => sandbox.enabled.into(),
+        SettingKey::SandboxNetwork => sandbox.network.into(),
+        SettingKey::SandboxWritablePaths => {
+            sandbox.writable_paths.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().into()
+        }
+        SettingKey::SandboxMemoryMib => sandbox.memory_mib.into(),
+        SettingKey::SandboxMaxProcesses => sandbox.max_processes.into(),
+        SettingKey::SandboxCpuSeconds => sandbox.cpu_seconds.into(),
+    }
 }
 
 fn switch(value: &str) -> Result<bool, String> {

@@ -78,6 +78,7 @@ fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
     let commands = connect["commands"].as_array().unwrap();
     assert!(commands.contains(&json!("system.which")) && commands.contains(&json!("system.run")), "{commands:?}");
     assert!(commands.contains(&json!("device.info")) && commands.contains(&json!("mcp.tools.call.v1")));
+    assert!(!commands.iter().any(|c| c.as_str().unwrap().starts_with("app.")), "app.* is local-only: {commands:?}");
 
     // A gateway invoke and an MCP call, same process, same command.
     fake.emit(
@@ -122,6 +123,73 @@ fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
         .success()
         .stdout(contains("running"))
         .stdout(contains("pairing: approved"));
+
+    // The node's own app.* tools, over MCP: the same state, credentials by presence only.
+    let call = |args: &[&str]| {
+        let output = node.run(&sandbox, "call", args).output().unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let connection = call(&["app.connection.status"]);
+    assert_eq!(connection["mcp"], status["mcp"]);
+    assert_eq!(connection["gateway"]["state"], "connected");
+    assert_eq!(connection["gateway"]["nodeId"], status["gateway"]["nodeId"]);
+    let gateways = call(&["app.connection.gateways"]);
+    assert_eq!(gateways["gateways"][0]["url"], url);
+    assert_eq!(gateways["gateways"][0]["token"], json!({"present": true, "source": "file", "file": token_file}));
+    assert!(!gateways.to_string().contains(FAKE_TOKEN), "never a secret's value");
+    assert_eq!(call(&["app.status"])["gateway"]["pairing"], "approved");
+    // The gateway neither runs them...
+    fake.emit(
+        "node.invoke.request",
+        json!({"id": "g2", "nodeId": "x", "command": "app.status", "paramsJSON": "{}", "timeoutMs": 15000}),
+    );
+    let refused = runtime.block_on(fake.wait_for_request("node.invoke.result", 2));
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    // ...while a local client can make the node reconnect.
+    let reconnect = call(&["app.connection.reconnect"]);
+    assert!(reconnect["note"].as_str().unwrap().contains(&url), "{reconnect}");
+    runtime.block_on(fake.wait_for_handshakes(2));
+    drop(node);
+}
+
+#[test]
+fn app_settings_only_tighten_and_apply_at_once() {
+    let sandbox = Sandbox::new();
+    sandbox.allow_every_command();
+    let node = Node::start(&sandbox);
+    let call = |args: &[&str]| node.run(&sandbox, "call", args).output().unwrap();
+    let text = |output: &std::process::Output| {
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    };
+    let got = call(&["app.settings.get", "--params", r#"{"name":"NodeSystemRunEnabled"}"#]);
+    assert!(got.status.success(), "{got:?}");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got.stdout).unwrap(),
+        json!({"name": "NodeSystemRunEnabled", "value": true})
+    );
+
+    // Tightening applies at once: system.run is gone from the next list.
+    let off = call(&["app.settings.set", "--params", r#"{"name":"NodeSystemRunEnabled","value":false}"#]);
+    assert!(off.status.success(), "{off:?}");
+    let listed = text(&call(&["--list-tools"]));
+    assert!(!listed.contains("\"system.run\"") && listed.contains("app.settings.set"), "{listed}");
+
+    // Widening is refused with the owner's command, and nothing changes.
+    let on = call(&["app.settings.set", "--params", r#"{"name":"NodeSystemRunEnabled","value":true}"#]);
+    assert!(!on.status.success());
+    assert!(text(&on).contains("clawmcp settings set NodeSystemRunEnabled true"), "{}", text(&on));
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(sandbox.settings_path()).unwrap()).unwrap();
+    assert_eq!(saved["NodeSystemRunEnabled"], false);
+
+    let unknown = call(&["app.settings.set", "--params", r#"{"name":"AutoStart","value":true}"#]);
+    assert!(text(&unknown).contains("Setting 'AutoStart' is not accessible"), "{}", text(&unknown));
+    let menu = call(&["app.menu"]);
+    assert!(text(&menu).contains("not available on a headless node"), "{}", text(&menu));
+    let reconnect = call(&["app.connection.reconnect"]);
+    assert!(text(&reconnect).contains("gateway node mode is off"), "{}", text(&reconnect));
+    let config = call(&["app.config.get", "--params", r#"{"path":"NodeSystemRunEnabled"}"#]);
+    assert_eq!(serde_json::from_slice::<Value>(&config.stdout).unwrap()["value"], false);
     drop(node);
 }
 

@@ -1,0 +1,318 @@
+//! `app.*` and `app.connection.*`: the running node describing and managing itself, for local
+//! MCP clients only (spec 000: never registered with the gateway — `ToolDef::local_only`).
+//!
+//! They live here, beside `clawmcp node`'s transports, because that is what they are about: the
+//! MCP listener, the gateway link, the status the node publishes and the settings it reloads.
+//! This first set answers from the node itself. The tray's `app.navigate` and `app.menu` have no
+//! headless meaning and say so. Not here yet, and so not listed: the tools that act on the
+//! gateway as an operator (`app.sessions`, `app.agents`, `app.nodes`, `app.chat.*`, `app.search`,
+//! `app.connection.pendingApprovals` and the pairing approvals, `applySetupCode`,
+//! `connectSharedToken`); they need operator credentials this node does not hold yet.
+//!
+//! `app.settings.set` only tightens: an agent can switch `system.run` off or shrink the sandbox's
+//! limits, never the reverse (`Settings::widening_in`); the refusal names the `clawmcp settings
+//! set` command the owner runs instead. It shares its parsing with that command.
+
+use std::sync::{Arc, Weak};
+
+use clap::ValueEnum;
+use clawmcp_gateway::http::gateway_http_url;
+use clawmcp_mcp::ToolAnnotations;
+use clawmcp_mcp::tool::codes::INVALID_REQUEST;
+use clawmcp_node::capability::Command;
+use clawmcp_node::settings::{LiveSettings, Settings};
+use clawmcp_node::{CapabilityError, CommandSpec, InvokeResult, Registry};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::args::SettingKey;
+use crate::commands::node_status::StatusView;
+use crate::commands::settings::{apply, value_of};
+
+/// What the app tools ask of the node's transport loop.
+pub enum Control {
+    /// Close the gateway link and open it again; the answer says what happened.
+    ReconnectGateway { reply: oneshot::Sender<Result<String, String>> },
+}
+
+/// What the app tools read and act on.
+#[derive(Clone)]
+pub struct AppContext {
+    pub status: StatusView,
+    pub settings: Arc<LiveSettings>,
+    pub control: mpsc::Sender<Control>,
+    /// Weak: the registry holds these tools.
+    pub registry: Weak<Registry>,
+}
+
+/// The app tools, local-only.
+pub fn commands(context: AppContext) -> Vec<Command> {
+    let headless = |name: &'static str, what: &'static str| {
+        spec(name, what, no_args(), ToolAnnotations::READ_ONLY).with_handler(move |_request, _ctx| async move {
+            Err(CapabilityError::new(format!(
+                "{name} is not available on a headless node: it drives the Windows tray's {what}, which clawmcp has \
+                 none of. `clawmcp node status` and app.connection.status show the node's state."
+            )))
+        })
+    };
+    let status = with(&context, |app, _| Ok(app_status(app)));
+    let connection = with(&context, |app, _| Ok(connection_status(app)));
+    let gateways = with(&context, |app, _| Ok(saved_gateways(&app.settings.current())));
+    let settings_get = with(&context, |app, args| settings_get(&app.settings.current(), args));
+    let settings_set = with(&context, |app, args| settings_set(&app.settings, args));
+    let config_get = with(&context, |app, args| config_get(&app.settings.current(), args));
+    let dashboard = with(&context, |app, args| dashboard_url(&app.settings.current(), args));
+    let reconnect = |name: &'static str| {
+        let control = context.control.clone();
+        spec(name, RECONNECT, no_args(), ToolAnnotations::ADDITIVE).with_handler(move |_request, _ctx| {
+            let control = control.clone();
+            async move { reconnect_gateway(&control).await }
+        })
+    };
+    [
+        spec(
+            "app.status",
+            "Summary of this node: version, MCP listener, gateway link, tools served.",
+            no_args(),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(status),
+        spec(
+            "app.connection.status",
+            "Connection diagnostics of this node: the MCP listener and the gateway link (state, node id, pairing, \
+             request id, last error, and the command that fixes it), as `clawmcp node status --json` shows them.",
+            no_args(),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(connection),
+        spec(
+            "app.connection.gateways",
+            "The gateway this node is set to join, with whether each credential is present and where it comes from; \
+             never a secret's value.",
+            no_args(),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(gateways),
+        reconnect("app.connection.reconnect"),
+        reconnect("app.connection.reconnectNode"),
+        spec(
+            "app.settings.get",
+            "One setting by name (EnableNodeMode, EnableMcpServer, NodeSystemRunEnabled, SystemRunSandbox.*), or all \
+             of them without a name.",
+            json!({"type": "object", "properties": {"name": {"type": "string", "enum": setting_names()}},
+                   "additionalProperties": false}),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(settings_get),
+        spec(
+            "app.settings.set",
+            "Change one setting, applied at once. Only changes that tighten are accepted here (switch system.run or \
+             a transport off, narrow the sandbox); widening ones are refused with the `clawmcp settings set` command \
+             the machine's owner runs instead.",
+            json!({"type": "object", "properties": {
+                       "name": {"type": "string", "enum": setting_names()},
+                       "value": {"type": ["string", "boolean", "integer", "null"],
+                                 "description": "true/false, a number, none (no limit), or colon-separated paths"}},
+                   "required": ["name", "value"], "additionalProperties": false}),
+            ToolAnnotations::ADDITIVE,
+        )
+        .with_handler(settings_set),
+        spec(
+            "app.config.get",
+            "This node's settings.json with defaults filled in, or the value at a dot path in it \
+             (e.g. SystemRunSandbox.MemoryMiB).",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": false}),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(config_get),
+        spec(
+            "app.dashboard.url",
+            "The gateway's web dashboard URL (http(s) on the gateway's host and port), optionally at a path. No \
+             token is put in the URL.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": false}),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(dashboard),
+        headless("app.navigate", "pages"),
+        headless("app.menu", "tray menu"),
+    ]
+    .into_iter()
+    .map(Command::local_only)
+    .collect()
+}
+
+const RECONNECT: &str = "Close this node's gateway connection and open it again (a new handshake, the device token \
+                         kept). This node holds one gateway connection, its node link, so reconnect and reconnectNode \
+                         do the same.";
+
+fn spec(name: &'static str, description: &'static str, schema: Value, annotations: ToolAnnotations) -> CommandSpec {
+    CommandSpec {
+        name,
+        title: None,
+        description: Some(description),
+        input_schema: Some(schema.into()),
+        output_schema: None,
+        annotations,
+    }
+}
+
+fn no_args() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+/// A synchronous handler over the context and the arguments.
+fn with(
+    context: &AppContext,
+    answer: fn(&AppContext, &Map<String, Value>) -> InvokeResult,
+) -> impl Fn(clawmcp_node::InvokeRequest, clawmcp_mcp::CallContext) -> std::future::Ready<InvokeResult> + Send + Sync + 'static
+{
+    let context = context.clone();
+    move |request, _ctx| std::future::ready(answer(&context, &request.args))
+}
+
+fn app_status(app: &AppContext) -> Value {
+    let status = app.status.json();
+    let gateway = &status["gateway"];
+    let summary: Map<String, Value> = ["state", "url", "nodeId", "displayName", "pairing"]
+        .iter()
+        .filter_map(|key| gateway.get(*key).map(|value| ((*key).to_owned(), value.clone())))
+        .collect();
+    let tools = app.registry.upgrade().map_or(0, |registry| registry.listed().len());
+    json!({
+        "version": status["version"],
+        "pid": status["pid"],
+        "startedAtMs": status["startedAtMs"],
+        "mcp": status["mcp"],
+        "gateway": summary,
+        "tools": tools,
+    })
+}
+
+fn connection_status(app: &AppContext) -> Value {
+    let status = app.status.json();
+    json!({"mcp": status["mcp"], "gateway": status["gateway"]})
+}
+
+/// Where a credential comes from, never its value.
+fn credential(file: Option<&std::path::Path>, env: &str) -> Value {
+    match file {
+        Some(path) => {
+            let present = std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() > 0);
+            json!({"present": present, "source": "file", "file": path.display().to_string()})
+        }
+        None if std::env::var_os(env).is_some_and(|value| !value.is_empty()) => {
+            json!({"present": true, "source": "environment", "variable": env})
+        }
+        None => json!({"present": false, "source": "none"}),
+    }
+}
+
+fn saved_gateways(settings: &Settings) -> Value {
+    let Some(url) = &settings.gateway_url else {
+        return json!({"gateways": [], "note": "no gateway saved: `clawmcp node --gateway-url URL --gateway-token-file FILE` joins one"});
+    };
+    json!({"gateways": [{
+        "url": url,
+        "active": settings.enable_node_mode,
+        "displayName": settings.node_display_name,
+        "token": credential(settings.gateway_token_file.as_deref(), "OPENCLAW_GATEWAY_TOKEN"),
+        "password": credential(settings.gateway_password_file.as_deref(), "OPENCLAW_GATEWAY_PASSWORD"),
+    }]})
+}
+
+fn setting_names() -> Vec<String> {
+    SettingKey::value_variants()
+        .iter()
+        .filter_map(|key| key.to_possible_value().map(|value| value.get_name().to_owned()))
+        .collect()
+}
+
+fn setting_key(args: &Map<String, Value>) -> Result<Option<SettingKey>, CapabilityError> {
+    match args.get("name") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(name)) => SettingKey::from_str(name, true).map(Some).map_err(|_| {
+            CapabilityError::new(format!("Setting '{name}' is not accessible; known: {}", setting_names().join(", ")))
+                .with_code(INVALID_REQUEST)
+        }),
+        Some(_) => Err(CapabilityError::new("name must be a string").with_code(INVALID_REQUEST)),
+    }
+}
+
+fn settings_get(settings: &Settings, args: &Map<String, Value>) -> InvokeResult {
+    match setting_key(args)? {
+        Some(key) => Ok(json!({"name": name_of(key), "value": value_of(settings, key)})),
+        None => {
+            let all: Map<String, Value> =
+                SettingKey::value_variants().iter().map(|key| (name_of(*key), value_of(settings, *key))).collect();
+            Ok(json!({"settings": all}))
+        }
+    }
+}
+
+fn name_of(key: SettingKey) -> String {
+    key.to_possible_value().map(|value| value.get_name().to_owned()).unwrap_or_default()
+}
+
+fn settings_set(live: &LiveSettings, args: &Map<String, Value>) -> InvokeResult {
+    let invalid = |message: String| CapabilityError::new(message).with_code(INVALID_REQUEST);
+    let key = setting_key(args)?.ok_or_else(|| invalid("name is required".into()))?;
+    let text = match args.get("value") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Bool(on)) => on.to_string(),
+        Some(Value::Number(number)) => number.to_string(),
+        Some(Value::Null) => "none".into(),
+        _ => return Err(invalid("value is required: true/false, a number, none, or paths".into())),
+    };
+    let before = live.current();
+    let mut after = before.clone();
+    apply(&mut after, key, &text).map_err(invalid)?;
+    after.system_run_sandbox.validate().map_err(invalid)?;
+    let name = name_of(key);
+    if let Some(widened) = before.widening_in(&after) {
+        return Err(CapabilityError::new(format!(
+            "{name} = {text} would widen what this node lets run or reach ({widened}); an agent may only tighten \
+             settings. The machine's owner can run: clawmcp settings set {name} {text}"
+        ))
+        .with_code(INVALID_REQUEST));
+    }
+    after.save(live.path()).map_err(|error| CapabilityError::new(error.to_string()))?;
+    Ok(json!({"name": name, "value": value_of(&after, key), "saved": live.path().display().to_string()}))
+}
+
+fn config_get(settings: &Settings, args: &Map<String, Value>) -> InvokeResult {
+    let document = serde_json::to_value(settings).map_err(|error| CapabilityError::new(error.to_string()))?;
+    let Some(path) = args.get("path").and_then(Value::as_str).filter(|path| !path.is_empty()) else {
+        return Ok(document);
+    };
+    let mut at = &document;
+    for part in path.split('.') {
+        at = at.get(part).ok_or_else(|| {
+            CapabilityError::new(format!("settings.json has no `{path}` (no `{part}` there)"))
+                .with_code(INVALID_REQUEST)
+        })?;
+    }
+    Ok(json!({"path": path, "value": at}))
+}
+
+fn dashboard_url(settings: &Settings, args: &Map<String, Value>) -> InvokeResult {
+    let Some(url) = &settings.gateway_url else {
+        return Err(CapabilityError::new(
+            "no gateway is saved for this node: `clawmcp node --gateway-url URL --gateway-token-file FILE` joins one",
+        ));
+    };
+    let path = args.get("path").and_then(Value::as_str).unwrap_or("/");
+    let web = gateway_http_url(url, path).map_err(|error| CapabilityError::new(error.to_string()))?;
+    Ok(
+        json!({"url": web.to_string(), "credentialSource": "none", "usesSharedGatewayToken": false, "hasTokenQuery": false}),
+    )
+}
+
+async fn reconnect_gateway(control: &mpsc::Sender<Control>) -> InvokeResult {
+    let (reply, answer) = oneshot::channel();
+    let gone = || CapabilityError::new("the node is shutting down");
+    control.send(Control::ReconnectGateway { reply }).await.map_err(|_| gone())?;
+    match answer.await.map_err(|_| gone())? {
+        Ok(note) => Ok(json!({"reconnecting": true, "note": note})),
+        Err(reason) => Err(CapabilityError::new(reason)),
+    }
+}
