@@ -49,8 +49,13 @@ with the reason):
                    The real host runs and records too (its plain re-run is reported)
   policy-changed   prepare under on-miss, tighten to ask always, approve allow-once, re-invoke:
                    both refuse with SYSTEM_RUN_DENIED "... policy changed ..."
+  ask-fallback     under {security full, ask always, askFallback F} nobody answers: the approval
+                   times out (decision null) and the re-invoke carries approvalSource ask-fallback
+                   (as the exec tool's then): F full runs on both, F deny is SYSTEM_RUN_DENIED on both
   approvals-remote-set  exec.approvals.node.set on ours: loosening (security full) is refused with
-                   "cannot make security less restrictive" and changes nothing; tightening
+                   "cannot make security less restrictive" and changes nothing; a stale baseHash
+                   is refused by both with the same nodeError.code, the loosening with that code
+                   too (a refused update, not UNAVAILABLE); tightening
                    (security deny) is accepted, lands in the file, and system.run is denied (as
                    on the real host, which also takes the loosening: reported); ALLOW_ALL
                    written back, ours runs again
@@ -392,13 +397,15 @@ class Suite:
             finally:
                 session.close()
 
-    def approval_flow(self, session: Any, approver: Any, node_id: str, decision: str,
+    def approval_flow(self, session: Any, approver: Any, node_id: str, decision: str | None,
                       argv: tuple[str, ...] = ("echo", "hi"), after_prepare: Callable[[], None] | None = None) -> dict[str, Any]:
         """The gateway exec tool's node path, played with operator RPCs (no model here):
         system.run.prepare -> exec.approvals.node.get -> exec.approval.request (twoPhase, on
         `session`) -> the operator's approval client (`approver`) sees exec.approval.requested and
         answers -> system.run again on `session` with runId = the approval id, approved and the
-        decision (the gateway forwards them only for that record). Returns each step's answer."""
+        decision (the gateway forwards them only for that record). decision None: nobody answers,
+        the approval times out (1.5 s) and the re-invoke asks the node to apply its own askFallback
+        (approvalSource ask-fallback), as the tool does then. Returns each step's answer."""
         prepared = node_payload(self.node_call(session, node_id, "system.run.prepare",
                                                {"command": list(argv), "agentId": AGENT}), "system.run.prepare")
         parsed = parsed_prepare(prepared)
@@ -409,7 +416,7 @@ class Suite:
         request = session.send("exec.approval.request", {
             "systemRunPlan": plan, "host": "node", "nodeId": node_id, "command": plan["commandText"],
             "cwd": plan["cwd"], "agentId": AGENT, "security": policy.get("security"), "ask": policy.get("ask"),
-            "timeoutMs": 60000, "twoPhase": True})
+            "timeoutMs": 60000 if decision else 1500, "twoPhase": True})
         accepted = session.response(request, 0, 30)
         expect(accepted.get("ok") is True and accepted["payload"].get("status") == "accepted",
                f"exec.approval.request: {json.dumps(accepted)[:600]}")
@@ -417,13 +424,17 @@ class Suite:
         requested = approver.event(lambda f: f["event"] == "exec.approval.requested" and f["payload"].get("id") == approval_id,
                                    30, f"exec.approval.requested {approval_id} at the approval client")
         expect(requested["payload"]["request"].get("nodeId") == node_id, f"requested for another node: {requested}")
-        resolved = approver.call("exec.approval.resolve", {"id": approval_id, "decision": decision}, timeout_s=30)
-        expect(resolved.get("ok") is True, f"exec.approval.resolve {decision}: {json.dumps(resolved.get('error'))[:600]}")
+        if decision is not None:
+            resolved = approver.call("exec.approval.resolve", {"id": approval_id, "decision": decision}, timeout_s=30)
+            expect(resolved.get("ok") is True, f"exec.approval.resolve {decision}: {json.dumps(resolved.get('error'))[:600]}")
         final = session.response(request, 1, 30)
-        expect((final.get("payload") or {}).get("decision") == decision, f"the request's final answer: {json.dumps(final)[:600]}")
+        expect(final.get("ok") is True and "decision" in final["payload"] and final["payload"]["decision"] == decision,
+               f"the request's final answer (want decision {decision}): {json.dumps(final)[:600]}")
+        authority = ({"approved": True, "approvalDecision": decision} if decision is not None
+                     else {"approvalSource": "ask-fallback"})
         run = self.node_call(session, node_id, "system.run", {
             "command": plan["argv"], "rawCommand": plan["commandText"], **({"cwd": plan["cwd"]} if plan["cwd"] else {}),
-            "agentId": AGENT, "systemRunPlan": plan, "runId": approval_id, "approved": True, "approvalDecision": decision})
+            "agentId": AGENT, "systemRunPlan": plan, "runId": approval_id, **authority})
         return {"plan": plan, "approval_id": approval_id, "route": accepted["payload"].get("deliveryRoute"), "run": run}
 
     # -- processes -----------------------------------------------------------------------------
@@ -785,6 +796,25 @@ class Suite:
                 seen[name] = message
         return f"ours {seen['ours']!r}; real {seen['real']!r}"
 
+    def ask_fallback(self) -> str:
+        seen = {}
+        for fallback, runs in (("full", True), ("deny", False)):
+            policy = {"version": 1, "defaults": {"security": "full", "ask": "always", "askFallback": fallback}, "agents": {}}
+            with self.policies(ours=policy, real=policy) as session, \
+                    self.gateway.session(caps=("exec-approvals",)) as approver:
+                for name, node in (("ours", self.ours_id), ("real", self.real_id)):
+                    flow = self.approval_flow(session, approver, node, None)
+                    what = f"{name}: askFallback {fallback} after the approval timed out"
+                    if runs:
+                        payload = node_payload(flow["run"], what)
+                        expect(payload.get("stdout") == "hi\n" and payload.get("success") is True, f"{what}: {payload}")
+                        seen[f"{name} {fallback}"] = "ran"
+                    else:
+                        code, message = node_error(node_refusal(flow["run"], what))
+                        expect(code == "SYSTEM_RUN_DENIED", f"{what}: nodeError {code} {message!r}, want SYSTEM_RUN_DENIED")
+                        seen[f"{name} {fallback}"] = message
+        return "; ".join(f"{k}: {v!r}" if v != "ran" else f"{k}: ran" for k, v in seen.items())
+
     def approvals_remote_set(self) -> str:
         with self.policies(ours=ON_MISS, real=ON_MISS) as session:
             before = self.remote_policy(session, self.ours_id)
@@ -797,6 +827,16 @@ class Suite:
                    f"loosening to security full: {json.dumps(refused)[:600]}")
             unchanged = self.remote_policy(session, self.ours_id)
             expect(unchanged["hash"] == before["hash"], f"the refused set changed the policy: {unchanged}")
+            # A refused update is the caller's mistake, not a transient failure: the real host
+            # answers a stale baseHash with its code for a refused update; ours must use the same
+            # code there and for the loosening it refuses.
+            stale = {name: node_error(node_refusal(session.call("exec.approvals.node.set", {
+                "nodeId": node, "file": ON_MISS, "baseHash": "0" * 64}, timeout_s=45), f"{name}: a set with a stale baseHash"))
+                for name, node in (("ours", self.ours_id), ("real", self.real_id))}
+            expect(stale["ours"][0] == stale["real"][0], f"stale baseHash: ours nodeError {stale['ours']}, real {stale['real']}")
+            loosen_code = node_error(refused["error"])[0]
+            expect(loosen_code == stale["real"][0],
+                   f"the refused loosening: nodeError.code {loosen_code}, want {stale['real'][0]} (the real host's code for a refused update)")
             stricter = json.loads(json.dumps(before["file"]))
             stricter["defaults"]["security"] = "deny"
             accepted = self.set_remote_policy(session, self.ours_id, stricter)
@@ -929,6 +969,7 @@ class Suite:
             self.check("approve-reinvoke", self.approve_reinvoke, ("approve", "approve-real"))
             self.check("allow-always", self.allow_always, ("approve", "approve-real"))
             self.check("policy-changed", self.policy_changed, ("approve", "approve-real"))
+            self.check("ask-fallback", self.ask_fallback, ("approve", "approve-real"))
             self.check("approvals-remote-set", self.approvals_remote_set, ("approve", "approve-real"))
             self.check("mcp-self-approve", self.mcp_self_approve, ("pending",))
             self.check("token-rotation", self.token_rotation, ("approve",))
