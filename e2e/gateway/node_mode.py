@@ -827,16 +827,6 @@ class Suite:
                    f"loosening to security full: {json.dumps(refused)[:600]}")
             unchanged = self.remote_policy(session, self.ours_id)
             expect(unchanged["hash"] == before["hash"], f"the refused set changed the policy: {unchanged}")
-            # A refused update is the caller's mistake, not a transient failure: the real host
-            # answers a stale baseHash with its code for a refused update; ours must use the same
-            # code there and for the loosening it refuses.
-            stale = {name: node_error(node_refusal(session.call("exec.approvals.node.set", {
-                "nodeId": node, "file": ON_MISS, "baseHash": "0" * 64}, timeout_s=45), f"{name}: a set with a stale baseHash"))
-                for name, node in (("ours", self.ours_id), ("real", self.real_id))}
-            expect(stale["ours"][0] == stale["real"][0], f"stale baseHash: ours nodeError {stale['ours']}, real {stale['real']}")
-            loosen_code = node_error(refused["error"])[0]
-            expect(loosen_code == stale["real"][0],
-                   f"the refused loosening: nodeError.code {loosen_code}, want {stale['real'][0]} (the real host's code for a refused update)")
             stricter = json.loads(json.dumps(before["file"]))
             stricter["defaults"]["security"] = "deny"
             accepted = self.set_remote_policy(session, self.ours_id, stricter)
@@ -854,6 +844,19 @@ class Suite:
                 self.node_call(session, self.real_id, "system.run", {"command": ["echo", "hi"]}), "real system.run under security deny"))
             expect(real_code == code, f"under deny: ours {code} {message!r}, real {real_code} {real_message!r}")
             refusal = (refused.get("error") or {}).get("message", "")
+            # Last, so a failure here means everything above held. A refused update is the
+            # caller's mistake, not a transient failure: the real host answers a stale baseHash
+            # with its code for a refused update; ours must use that code there and for the
+            # loosening it refuses.
+            stale = {name: node_error(node_refusal(session.call("exec.approvals.node.set", {
+                "nodeId": node, "file": ON_MISS, "baseHash": "0" * 64}, timeout_s=45), f"{name}: a set with a stale baseHash"))
+                for name, node in (("ours", self.ours_id), ("real", self.real_id))}
+            expect(stale["ours"][0] == stale["real"][0],
+                   f"loosen refused, deny accepted and enforced, but a stale baseHash: ours nodeError {stale['ours']}, "
+                   f"real {stale['real']}")
+            loosen_code = node_error(refused["error"])[0]
+            expect(loosen_code == stale["real"][0],
+                   f"the refused loosening: nodeError.code {loosen_code}, want {stale['real'][0]} (the real host's code for a refused update)")
         with self.gateway.session() as session:  # ALLOW_ALL is back: ours runs again
             restored = node_payload(self.node_call(session, self.ours_id, "system.run", {"command": ["echo", "hi"]}),
                                     "ours' system.run after ALLOW_ALL was written back")
