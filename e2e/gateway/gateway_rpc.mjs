@@ -17,13 +17,24 @@
 // {"method","count","ok","failed","elapsed_ms","first_error"} (+ "latencies_ms", one per call,
 // with --latencies). Exit 1 on any failed call,
 // on a handshake failure, or when --timeout-ms (whole run, default 120000) expires.
+//
+// Session mode (--session [--caps CAP,...]): one connection driven line by line, for flows
+// that must stay on ONE connection (the gateway binds an exec approval to the connection that
+// requested it: the re-invoke must come from the same connId) or that need the gateway's
+// events (an approval client, caps "exec-approvals", receives exec.approval.requested).
+// stdin: one {"id","method","params"} per line, sent as a request frame with that id.
+// stdout: one line per frame: {"type":"hello","connId"} once connected, then
+// {"type":"res","id","ok","payload"|"error"} (a twoPhase request answers twice with the same
+// id) and {"type":"event","event","payload"}. Ends (exit 0) when stdin closes; exit 1 when the
+// gateway closes the socket or --timeout-ms (the whole session) expires.
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
 
 const USAGE =
-  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] METHOD [PARAMS_JSON]";
+  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] METHOD [PARAMS_JSON]\n" +
+  "       gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE --session [--caps CAP,...] [--timeout-ms MS]";
 const MAX_COUNT = 100000;
 const MAX_IN_FLIGHT = 64;
 
@@ -33,7 +44,7 @@ function fail(message) {
 }
 
 function parseArgs(argv) {
-  const opts = { count: 1, inFlight: 1, timeoutMs: 120000, positional: [] };
+  const opts = { count: 1, inFlight: 1, timeoutMs: 120000, positional: [], caps: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -45,18 +56,23 @@ function parseArgs(argv) {
     else if (arg === "--token-file") opts.tokenFile = value();
     else if (arg === "--count") opts.count = Number(value());
     else if (arg === "--latencies") opts.latencies = true;
+    else if (arg === "--session") opts.session = true;
+    else if (arg === "--caps") opts.caps = value().split(",").filter(Boolean);
     else if (arg === "--in-flight") opts.inFlight = Number(value());
     else if (arg === "--timeout-ms") opts.timeoutMs = Number(value());
     else if (arg.startsWith("--")) fail(`unknown option ${arg}\n${USAGE}`);
     else opts.positional.push(arg);
   }
-  if (!opts.pkg || !opts.url || !opts.tokenFile || opts.positional.length < 1 || opts.positional.length > 2) fail(USAGE);
+  if (!opts.pkg || !opts.url || !opts.tokenFile) fail(USAGE);
+  if (opts.session ? opts.positional.length !== 0 : opts.positional.length < 1 || opts.positional.length > 2) fail(USAGE);
+  if (!opts.session && opts.caps.length) fail(`--caps needs --session\n${USAGE}`);
   if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > MAX_COUNT) fail(`--count must be 1..${MAX_COUNT}`);
   if (!Number.isInteger(opts.inFlight) || opts.inFlight < 1 || opts.inFlight > MAX_IN_FLIGHT)
     fail(`--in-flight must be 1..${MAX_IN_FLIGHT}`);
   if (!Number.isInteger(opts.timeoutMs) || opts.timeoutMs < 1) fail("--timeout-ms must be a positive integer");
   const host = new URL(opts.url).hostname;
   if (!["127.0.0.1", "localhost", "[::1]", "::1"].includes(host)) fail(`refusing non-loopback gateway URL ${opts.url}`);
+  if (opts.session) return opts;
   [opts.method, opts.paramsTemplate] = [opts.positional[0], opts.positional[1] ?? "{}"];
   try {
     JSON.parse(opts.paramsTemplate.replaceAll("{i}", "0"));
@@ -73,6 +89,8 @@ const version = JSON.parse(fs.readFileSync(path.join(opts.pkg, "package.json"), 
 
 const deadline = setTimeout(() => fail(`timed out after ${opts.timeoutMs} ms`), opts.timeoutMs);
 const pending = new Map(); // request id -> {resolve}
+let sessionOpen = false; // --session: after the handshake every res/event frame goes to stdout
+const emit = (line) => process.stdout.write(JSON.stringify(line) + "\n");
 const ws = new WebSocket(opts.url, { maxPayload: 26214400 });
 ws.on("error", (err) => fail(`websocket error: ${err.message}`));
 ws.on("close", (code, reason) => {
@@ -96,6 +114,9 @@ const challenge = new Promise((resolve) => {
       return;
     }
     if (frame.type === "event" && frame.event === "connect.challenge") resolve(frame.payload);
+    else if (sessionOpen && frame.type === "res")
+      emit({ type: "res", id: frame.id, ok: frame.ok === true, ...(frame.ok ? { payload: frame.payload } : { error: frame.error }) });
+    else if (sessionOpen && frame.type === "event") emit({ type: "event", event: frame.event, payload: frame.payload });
     else if (frame.type === "res" && pending.has(frame.id)) {
       const resolveRequest = pending.get(frame.id);
       pending.delete(frame.id);
@@ -111,12 +132,36 @@ const hello = await request("connect", {
   client: { id: "cli", mode: "cli", version, platform: "linux", displayName: "clawmcp e2e rpc" },
   role: "operator",
   scopes: ["operator.admin"],
+  ...(opts.caps.length ? { caps: opts.caps } : {}),
   auth: { token },
 });
 if (!hello.ok) fail(`connect refused: ${JSON.stringify(hello.error)}`);
 const grantedScopes = hello.payload?.auth?.scopes ?? [];
 if (!grantedScopes.includes("operator.admin"))
   fail(`connected but without operator.admin (got ${JSON.stringify(grantedScopes)}); is this a loopback token gateway?`);
+
+if (opts.session) {
+  // The socket closing first is a failure (the close handler only fails with requests pending).
+  ws.on("close", (code, reason) => fail(`gateway closed the session socket (${code} ${reason})`));
+  sessionOpen = true;
+  emit({ type: "hello", connId: hello.payload?.server?.connId ?? null });
+  const { createInterface } = await import("node:readline");
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    let call;
+    try {
+      call = JSON.parse(line);
+    } catch (err) {
+      fail(`session input is not JSON: ${err.message}`);
+    }
+    if (typeof call?.id !== "string" || typeof call?.method !== "string") fail("session input needs string id and method");
+    ws.send(JSON.stringify({ type: "req", id: call.id, method: call.method, params: call.params ?? {} }));
+  }
+  clearTimeout(deadline);
+  ws.removeAllListeners("close");
+  ws.close(1000);
+  process.exit(0);
+}
 
 const started = Date.now();
 let next = 0;

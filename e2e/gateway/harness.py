@@ -1,13 +1,18 @@
 """What the serve compatibility suite and bench/serve.sh share about a running test gateway:
-its facts (from the gateway.env start.sh wrote), how to call gateway RPCs (gateway_rpc.mjs),
-and how to launch each bridge with the same flags and an equally isolated environment.
+its facts (from the gateway.env start.sh wrote), how to call gateway RPCs (gateway_rpc.mjs, one
+call per connection, or a long-lived RpcSession for flows bound to one connection), and how to
+launch each bridge with the same flags and an equally isolated environment.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
+import threading
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +97,14 @@ class Gateway:
             raise RuntimeError(f"gateway {method} failed: {(done.stderr or done.stdout).strip()[:2000]}")
         return json.loads(done.stdout)
 
+    def session(self, caps: tuple[str, ...] = (), timeout_s: int = 600) -> RpcSession:
+        """One long-lived operator connection (gateway_rpc.mjs --session) for flows that must
+        stay on one connection or need the gateway's events; close() it (or use `with`)."""
+        argv = [self.node, str(HERE / "gateway_rpc.mjs"), "--openclaw-pkg", self.openclaw_pkg, "--url", self.url,
+                "--token-file", str(self.token_file), "--session", "--timeout-ms", str(timeout_s * 1000),
+                *(["--caps", ",".join(caps)] if caps else [])]
+        return RpcSession(argv)
+
     def inject(self, text: str) -> str:
         """Append an assistant note to the seeded session (no agent run); returns its message id."""
         return self.rpc("chat.inject", {"sessionKey": SEEDED_SESSION, "message": text})["messageId"]
@@ -108,6 +121,92 @@ class Gateway:
             return "\n".join(self.log.read_text("utf-8", "replace").splitlines()[-lines:])
         except OSError as err:
             return f"(gateway log unreadable: {err})"
+
+
+class RpcSession:
+    """A gateway_rpc.mjs --session child: requests written as lines, every response and event
+    frame read back by a reader thread. Every wait is bounded; close() stops the child by PID."""
+
+    def __init__(self, argv: list[str], connect_timeout_s: float = 60):
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, bufsize=1)
+        self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.responses: dict[str, list[dict[str, Any]]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
+        hello = self._next(lambda f: f.get("type") == "hello", connect_timeout_s, "the session handshake")
+        self.conn_id = hello.get("connId")
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                self.frames.put(json.loads(line))
+            except json.JSONDecodeError:
+                self.frames.put({"type": "garbage", "line": line})
+        self.frames.put(None)
+
+    def _next(self, matches, timeout_s: float, what: str) -> dict[str, Any]:
+        """Drain frames (recording every one) until one matches; raise RuntimeError on timeout/exit."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+            try:
+                frame = self.frames.get(timeout=left)
+            except queue.Empty:
+                continue
+            if frame is None:
+                self.frames.put(None)  # later waits see the end too
+                raise RuntimeError(f"the session ended while waiting for {what}: {''.join(self.stderr)[-800:]}")
+            if frame.get("type") == "res":
+                self.responses.setdefault(frame["id"], []).append(frame)
+            elif frame.get("type") == "event":
+                self.events.append(frame)
+            if matches(frame):
+                return frame
+
+    def send(self, method: str, params: dict[str, Any]) -> str:
+        request_id = str(uuid.uuid4())
+        self.process.stdin.write(json.dumps({"id": request_id, "method": method, "params": params}) + "\n")
+        self.process.stdin.flush()
+        return request_id
+
+    def response(self, request_id: str, index: int = 0, timeout_s: float = RPC_TIMEOUT_SECONDS) -> dict[str, Any]:
+        """The index-th response frame to request_id ({ok, payload|error}); a twoPhase request has two."""
+        if len(self.responses.get(request_id, [])) > index:
+            return self.responses[request_id][index]
+        self._next(lambda f: f.get("type") == "res" and f["id"] == request_id and len(self.responses[request_id]) > index,
+                   timeout_s, f"response {index + 1} to {request_id}")
+        return self.responses[request_id][index]
+
+    def call(self, method: str, params: dict[str, Any], timeout_s: float = RPC_TIMEOUT_SECONDS) -> dict[str, Any]:
+        """Send and wait for the first response frame: {ok, payload} or {ok: false, error}."""
+        return self.response(self.send(method, params), 0, timeout_s)
+
+    def event(self, matches, timeout_s: float, what: str) -> dict[str, Any]:
+        """The first event (already seen or still to come) for which matches(frame) is true."""
+        for frame in self.events:
+            if matches(frame):
+                return frame
+        return self._next(lambda f: f.get("type") == "event" and matches(f), timeout_s, what)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    def __enter__(self) -> RpcSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def bridge_env(home: Path) -> dict[str, str]:
