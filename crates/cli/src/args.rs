@@ -136,6 +136,18 @@ pub struct GatewayNodeArgs {
     /// behind an access proxy. Not saved (it may hold a secret): pass it on every start.
     #[arg(long = "gateway-header", value_name = "'NAME: VALUE'")]
     pub gateway_headers: Vec<String>,
+
+    /// One-paste pairing: a setup code or `oc-pair://` URL from the gateway (Control UI >
+    /// Devices > Node host, or `openclaw qr`). It names the gateway, a single-use bootstrap
+    /// token and the TLS pin; explicit --gateway-url / --gateway-tls-fingerprint win. Only the
+    /// URL and pin are saved; later starts use the device token the gateway issues.
+    #[arg(long, value_name = "CODE")]
+    pub pair: Option<String>,
+
+    /// Pin the wss:// gateway's certificate by its SHA-256 fingerprint (hex, colons allowed)
+    /// instead of trusting CA roots: for a gateway that serves its own certificate.
+    #[arg(long, alias = "tls-fingerprint", value_name = "SHA256")]
+    pub gateway_tls_fingerprint: Option<String>,
 }
 
 impl GatewayNodeArgs {
@@ -148,6 +160,8 @@ impl GatewayNodeArgs {
             || self.gateway_password_file.is_some()
             || self.name.is_some()
             || !self.gateway_headers.is_empty()
+            || self.pair.is_some()
+            || self.gateway_tls_fingerprint.is_some()
     }
 }
 

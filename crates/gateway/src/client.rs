@@ -65,6 +65,7 @@ use crate::frames::{
 };
 use crate::handshake::{Established, Socket, handshake};
 use crate::identity::DeviceIdentity;
+use crate::tls_pin::TlsFingerprint;
 
 /// Default per-request timeout (the reference client's 30 s).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -112,6 +113,9 @@ pub struct ClientOptions {
     pub device_tokens: Option<Arc<DeviceTokenStore>>,
     /// Extra headers on every WebSocket upgrade, for a gateway behind an access proxy.
     pub headers: Vec<UpgradeHeader>,
+    /// Trust exactly this certificate on a `wss://` URL instead of the CA roots (see
+    /// [`crate::tls_pin`]). A pin on a `ws://` URL fails the connect.
+    pub tls_fingerprint: Option<TlsFingerprint>,
     /// Keep reconnecting after refusals a human must resolve (pairing required, a wrong
     /// secret): a node waits for its operator, where a CLI reports and stops.
     pub persistent: bool,
@@ -148,6 +152,7 @@ impl ClientOptions {
             auth: ConnectAuth {
                 token: credentials.token.clone(),
                 password: credentials.password.clone(),
+                bootstrap_token: credentials.bootstrap_token.clone(),
                 ..ConnectAuth::default()
             },
             client,
@@ -159,6 +164,7 @@ impl ClientOptions {
             device: None,
             device_tokens: None,
             headers: Vec::new(),
+            tls_fingerprint: None,
             persistent: false,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
@@ -667,8 +673,27 @@ async fn supervise(shared: Arc<Shared>, first: Option<Installed>) {
 /// One handshake; when the gateway refuses the shared secret but offers the device-token path
 /// (`canRetryWithDeviceToken`, after a token rotation), a second one with the saved device
 /// token. A token the gateway issues is saved for next time.
+///
+/// With no shared secret, a saved device token is the credential: a setup code's bootstrap
+/// token is single-use, so once the gateway has issued this device a token (the first connect
+/// after `--pair`), every later connect presents that instead.
 async fn connect_once(options: &ClientOptions) -> Result<Established, GatewayError> {
     let store = options.device_tokens.as_deref();
+    let saved_instead =
+        (options.auth.token.is_none() && options.auth.password.is_none() && options.auth.device_token.is_none())
+            .then(|| store.and_then(DeviceTokenStore::load))
+            .flatten();
+    let device_only;
+    let options = match saved_instead {
+        Some(token) => {
+            let mut with_token = options.clone();
+            with_token.auth.bootstrap_token = None;
+            with_token.auth.device_token = Some(token);
+            device_only = with_token;
+            &device_only
+        }
+        None => options,
+    };
     let established = match handshake(options).await {
         Err(GatewayError::ConnectRejected { error, .. }) if may_retry_with_device_token(&error) && store.is_some() => {
             let saved = store.and_then(DeviceTokenStore::load).filter(|_| options.auth.device_token.is_none());

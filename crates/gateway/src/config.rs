@@ -47,6 +47,7 @@ use tracing::warn;
 
 use crate::error::ConfigError;
 use crate::secret::Secret;
+use crate::tls_pin::TlsFingerprint;
 
 /// The gateway's default port.
 pub const DEFAULT_PORT: u16 = 18789;
@@ -116,6 +117,10 @@ pub struct ConnectOverrides {
     pub token_file: Option<PathBuf>,
     pub password: Option<Secret>,
     pub password_file: Option<PathBuf>,
+    /// This device will present its own credential (a setup code's bootstrap token, or the
+    /// device token a gateway issued it): a URL from the command line then needs no shared
+    /// secret.
+    pub device_credential: bool,
 }
 
 /// The OpenClaw config file as found (or not).
@@ -220,6 +225,9 @@ pub struct Credentials {
     pub password: Option<Secret>,
     pub token_source: Option<String>,
     pub password_source: Option<String>,
+    /// A setup code's single-use bootstrap token (`--pair`): presented only while no device
+    /// token is saved for the gateway (see [`crate::client`]'s connect).
+    pub bootstrap_token: Option<Secret>,
 }
 
 impl Credentials {
@@ -241,6 +249,9 @@ pub struct GatewayTarget {
     pub url: String,
     pub url_source: UrlSource,
     pub credentials: Credentials,
+    /// The certificate pin of a `wss://` gateway: `gateway.remote.tlsFingerprint` when the URL
+    /// came from `gateway.remote.url` (callers may set one from a flag or a setup code).
+    pub tls_fingerprint: Option<TlsFingerprint>,
     pub config: LoadedConfig,
 }
 
@@ -260,9 +271,18 @@ impl GatewayTarget {
         let remote_mode = config.get_str("gateway.mode") == Some("remote");
         let (url, url_source) = resolve_url(overrides, env, &config, remote_mode)?;
         check_transport(&url, &url_source, env)?;
-        let credentials =
-            if !explicit.is_empty() { explicit } else { implicit_credentials(&url_source, env, &config, remote_mode)? };
-        Ok(GatewayTarget { url, url_source, credentials, config })
+        let credentials = match (explicit.is_empty(), &url_source) {
+            (false, _) => explicit,
+            (true, UrlSource::Flag) if overrides.device_credential => Credentials::default(),
+            (true, _) => implicit_credentials(&url_source, env, &config, remote_mode)?,
+        };
+        let tls_fingerprint = match (&url_source, config.get_str("gateway.remote.tlsFingerprint")) {
+            (UrlSource::RemoteConfig(_), Some(pin)) => Some(TlsFingerprint::parse(pin).map_err(|_| {
+                config.bad_value("gateway.remote.tlsFingerprint", "a SHA-256 certificate fingerprint (64 hex digits)")
+            })?),
+            _ => None,
+        };
+        Ok(GatewayTarget { url, url_source, credentials, tls_fingerprint, config })
     }
 }
 
@@ -271,7 +291,7 @@ fn explicit_credentials(overrides: &ConnectOverrides, env: &Env) -> Result<Crede
         explicit_secret("token", overrides.token.as_ref(), overrides.token_file.as_deref(), env)?.unzip();
     let (password, password_source) =
         explicit_secret("password", overrides.password.as_ref(), overrides.password_file.as_deref(), env)?.unzip();
-    Ok(Credentials { token, password, token_source, password_source })
+    Ok(Credentials { token, password, token_source, password_source, bootstrap_token: None })
 }
 
 fn explicit_secret(
@@ -412,7 +432,7 @@ fn implicit_credentials(
     };
     let (token, token_source) = first_credential(token_order, env, config)?.unzip();
     let (password, password_source) = first_credential(password_order, env, config)?.unzip();
-    let credentials = Credentials { token, password, token_source, password_source };
+    let credentials = Credentials { token, password, token_source, password_source, bootstrap_token: None };
     if !credentials.is_empty() {
         return Ok(credentials);
     }

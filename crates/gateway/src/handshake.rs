@@ -24,6 +24,7 @@ use crate::frames::{
     ConnectChallenge, ConnectParams, ErrorShape, Frame, HelloOk, PROTOCOL_VERSION, RequestFrame, random_id,
 };
 use crate::identity::DeviceAuthPayload;
+use crate::tls_pin::pinned_client_config;
 
 pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -47,8 +48,23 @@ pub(crate) async fn handshake(options: &ClientOptions) -> Result<Established, Ga
     let config = WebSocketConfig::default()
         .max_message_size(Some(options.max_inbound_frame_bytes))
         .max_frame_size(Some(options.max_inbound_frame_bytes));
+    let connector = match &options.tls_fingerprint {
+        None => None,
+        Some(_) if !url.starts_with("wss://") => {
+            return Err(GatewayError::InvalidUrl {
+                url: url.to_owned(),
+                reason: "a TLS fingerprint pins a wss:// gateway; this URL is not wss://".to_owned(),
+            });
+        }
+        Some(pin) => Some(tokio_tungstenite::Connector::Rustls(pinned_client_config(pin).map_err(|error| {
+            GatewayError::Connect {
+                url: url.to_owned(),
+                source: Arc::new(tungstenite::Error::Tls(tungstenite::error::TlsError::Rustls(Box::new(error)))),
+            }
+        })?)),
+    };
     // Nagle off: the protocol is small request/response frames, and latency is what matters.
-    let upgrade = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
+    let upgrade = tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, connector);
     let (mut socket, _response) = tokio::time::timeout(options.handshake_timeout, upgrade)
         .await
         .map_err(|_| timed_out(url, "WebSocket upgrade", options.handshake_timeout))?

@@ -16,6 +16,8 @@
 //! - [`events`]: what subscribers receive, including the disconnect/reconnect markers.
 //! - [`http`]: `POST /tools/invoke` with one wall-clock deadline.
 //! - [`secret`]: a string that never shows up in `Debug` output or logs.
+//! - [`setup_code`]: OpenClaw's one-paste pairing code (`oc-pair://...`).
+//! - [`tls_pin`]: pinning a `wss://` gateway's certificate by its SHA-256 fingerprint.
 //! - [`error`]: every failure a caller can see, each naming what was attempted.
 //!
 //! Data flows one way: [`config`] resolves a target, [`client`] or [`http`] talks to it, and the
@@ -32,6 +34,8 @@ mod handshake;
 pub mod http;
 pub mod identity;
 pub mod secret;
+pub mod setup_code;
+pub mod tls_pin;
 
 pub use backoff::BackoffPolicy;
 pub use client::{ClientOptions, GatewayClient, LinkStatus, RequestOptions, StatusWatch, UpgradeHeader};
@@ -45,3 +49,5 @@ pub use http::{
 };
 pub use identity::{DeviceAuthPayload, DeviceIdentity};
 pub use secret::Secret;
+pub use setup_code::SetupCode;
+pub use tls_pin::TlsFingerprint;

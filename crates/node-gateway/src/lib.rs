@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use clawmcp_gateway::{
     BackoffPolicy, ClientOptions, Credentials, DeviceIdentity, DeviceTokenStore, EventFrame, EventSubscription,
-    GatewayClient, GatewayError, GatewayEvent, StatusWatch, UpgradeHeader,
+    GatewayClient, GatewayError, GatewayEvent, StatusWatch, TlsFingerprint, UpgradeHeader,
 };
 use clawmcp_mcp::ToolFilter;
 use clawmcp_node::Registry;
@@ -66,6 +66,8 @@ const PROBE_MAX_RETRY: Duration = Duration::from_secs(5);
 pub struct NodeLinkConfig {
     pub url: String,
     pub credentials: Credentials,
+    /// The `wss://` gateway's certificate pin, if any.
+    pub tls_fingerprint: Option<TlsFingerprint>,
     pub device: Arc<DeviceIdentity>,
     /// Where the issued device token is kept (survives a shared-token rotation).
     pub device_tokens: Option<Arc<DeviceTokenStore>>,
@@ -108,6 +110,7 @@ impl NodeLink {
         let commands = declared_commands(&served);
         let node_id = config.device.device_id().to_owned();
         let mut options = ClientOptions::node(config.url.clone(), &config.credentials, config.device.clone());
+        options.tls_fingerprint.clone_from(&config.tls_fingerprint);
         options.client.display_name = Some(config.display_name.clone());
         options.caps = declared_caps(&served);
         options.commands = Some(commands.clone());

@@ -93,6 +93,7 @@ async fn node_with(filter: ToolFilter, max_concurrent: usize, script: impl FnOnc
     let config = NodeLinkConfig {
         url: fake.url(),
         credentials: Credentials { token: Some(Secret::new(TOKEN)), ..Credentials::default() },
+        tls_fingerprint: None,
         device,
         device_tokens: Some(Arc::new(DeviceTokenStore::new(&private, &fake.url(), Role::Node))),
         display_name: "test-node".into(),

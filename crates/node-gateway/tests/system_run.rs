@@ -39,6 +39,7 @@ async fn setup() -> Setup {
     let config = NodeLinkConfig {
         url: fake.url(),
         credentials: Credentials { token: Some(Secret::new("fake-gateway-token")), ..Credentials::default() },
+        tls_fingerprint: None,
         device: Arc::new(DeviceIdentity::load_or_create(data.root()).unwrap()),
         device_tokens: None,
         display_name: "run-test".into(),

@@ -128,6 +128,10 @@ pub struct Settings {
     /// The node's display name on the gateway (default: the host name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_display_name: Option<String>,
+    /// Gateway node mode: the SHA-256 pin of a `wss://` gateway's certificate (from
+    /// `--gateway-tls-fingerprint` or a setup code). Not a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_tls_fingerprint: Option<String>,
     /// Legacy flag, migrated on load and never written.
     #[serde(default, skip_serializing)]
     mcp_only_mode: Option<bool>,
@@ -152,6 +156,7 @@ impl Default for Settings {
             gateway_token_file: None,
             gateway_password_file: None,
             node_display_name: None,
+            gateway_tls_fingerprint: None,
             mcp_only_mode: None,
             other: Map::new(),
         }
@@ -254,6 +259,7 @@ impl Settings {
         } else if self.gateway_url != after.gateway_url
             || self.gateway_token_file != after.gateway_token_file
             || self.gateway_password_file != after.gateway_password_file
+            || self.gateway_tls_fingerprint != after.gateway_tls_fingerprint
         {
             Some("GatewayUrl")
         } else {

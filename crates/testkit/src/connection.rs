@@ -110,7 +110,14 @@ where
             return None;
         }
         let config = state.admission_config();
-        match handshake::admit(&frame["params"], nonce, &config, now_ms(), |t| state.device_token_known(t)) {
+        match handshake::admit(
+            &frame["params"],
+            nonce,
+            &config,
+            now_ms(),
+            |t| state.device_token_known(t),
+            |t| state.spend_bootstrap(t),
+        ) {
             Ok(admitted) => {
                 let device_token = admitted.device_id.as_ref().map(|_| state.issue_device_token());
                 let hello = handshake::hello_ok(&config, &admitted, conn, device_token.as_deref());

@@ -83,6 +83,8 @@ pub(crate) struct State {
     upgrade_headers: Mutex<Vec<HeaderMap>>,
     client_closes: Mutex<Vec<(u64, u16, String)>>,
     device_tokens: Mutex<Vec<String>>,
+    /// Bootstrap tokens issued and not yet spent.
+    bootstrap_tokens: Mutex<Vec<String>>,
     pub(crate) ticks: AtomicBool,
     accepting: AtomicBool,
     refusal: Mutex<Option<Value>>,
@@ -171,6 +173,12 @@ impl State {
         lock(&self.device_tokens).iter().any(|t| t == token)
     }
 
+    pub(crate) fn spend_bootstrap(&self, token: &str) -> bool {
+        let mut unspent = lock(&self.bootstrap_tokens);
+        let found = unspent.iter().position(|t| t == token);
+        found.map(|at| unspent.remove(at)).is_some()
+    }
+
     /// The scripted reply for `method`, or the built-in default. Like the real gateway, an
     /// unknown method needs `operator.admin` before it is even reported as unknown.
     pub(crate) fn reply_for(&self, method: &str, params: &Value, scopes: &[String]) -> Reply {
@@ -235,6 +243,7 @@ impl FakeGateway {
             upgrade_headers: Mutex::default(),
             client_closes: Mutex::default(),
             device_tokens: Mutex::default(),
+            bootstrap_tokens: Mutex::default(),
             accepting: AtomicBool::new(true),
             refusal: Mutex::default(),
             rotated_token: Mutex::default(),
@@ -284,6 +293,14 @@ impl FakeGateway {
     /// Sends `text` verbatim to every authenticated connection (malformed or oversize frames).
     pub fn send_raw(&self, text: &str) -> usize {
         self.state.broadcast(|| Control::Raw(text.to_owned()))
+    }
+
+    /// Mints a single-use bootstrap token, as `openclaw qr` / the Devices page do for a setup
+    /// code: it admits one device once, then is refused.
+    pub fn issue_bootstrap_token(&self) -> String {
+        let token = random_hex(16);
+        lock(&self.state.bootstrap_tokens).push(token.clone());
+        token
     }
 
     /// Closes every connection with 1012 "service restart" and keeps accepting new ones.

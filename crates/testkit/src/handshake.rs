@@ -108,13 +108,15 @@ impl Refusal {
 }
 
 /// Runs admission for `params` against the challenge `nonce`. `device_token_known` says whether
-/// a device token was issued by this fake.
+/// a device token was issued by this fake; `spend_bootstrap` consumes a setup code's bootstrap
+/// token, true only the first time for one the fake issued.
 pub fn admit(
     params: &Value,
     nonce: &str,
     config: &FakeConfig,
     now_ms: u64,
     device_token_known: impl Fn(&str) -> bool,
+    spend_bootstrap: impl Fn(&str) -> bool,
 ) -> Result<Admitted, Refusal> {
     let params = validate_shape(params)?;
     let min = params.get("minProtocol").and_then(Value::as_u64).unwrap_or(0);
@@ -160,6 +162,19 @@ pub fn admit(
     let auth_method = match &config.auth {
         FakeAuth::None => "none",
         _ if device_id.is_some() && secret("deviceToken").is_some_and(&device_token_known) => "device-token",
+        // A setup code's bootstrap token admits a device once (single-use, as upstream).
+        _ if device_id.is_some() && secret("bootstrapToken").is_some() => {
+            match secret("bootstrapToken").is_some_and(&spend_bootstrap) {
+                true => "bootstrap-token",
+                false => {
+                    return Err(Refusal::new(
+                        "INVALID_REQUEST",
+                        "unauthorized: bootstrap token invalid or expired",
+                        Some(json!({"code":"AUTH_BOOTSTRAP_TOKEN_INVALID","authReason":"bootstrap_token_invalid"})),
+                    ));
+                }
+            }
+        }
         FakeAuth::Token(expected) => {
             let offered = secret("token").or_else(|| secret("password"));
             match offered {
@@ -381,7 +396,7 @@ mod tests {
     }
 
     fn admit_default(params: &Value) -> Result<Admitted, Refusal> {
-        admit(params, "nonce", &FakeConfig::default(), 0, |_| false)
+        admit(params, "nonce", &FakeConfig::default(), 0, |_| false, |_| false)
     }
 
     #[test]

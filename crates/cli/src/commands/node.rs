@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clawmcp_gateway::{
-    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayTarget, Role, Secret, UpgradeHeader,
+    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayTarget, Role, Secret, SetupCode,
+    TlsFingerprint, UpgradeHeader,
 };
 use clawmcp_http::{HttpConfig, Limits};
 use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, VersionRule, WireStyle};
@@ -59,8 +60,12 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         false => None,
     };
     if args.gateway.any() {
-        save_gateway_settings(&data.settings_path(), &args.gateway)?;
+        save_gateway_settings(&data.settings_path(), &args.gateway, gateway.as_ref())?;
     }
+    // The setup code's bootstrap token is single-use: from here on the gateway is the saved URL
+    // and pin, and the credential the device token it issues.
+    let mut args = args;
+    args.gateway.pair = None;
     let settings = Arc::new(LiveSettings::open(data.settings_path())?);
     let mode = settings.current();
 
@@ -332,11 +337,20 @@ impl Transports {
 /// Saves the gateway flags given on the command line into settings.json and turns gateway node
 /// mode on, so the next plain `clawmcp node` joins the same gateway. Secret values are not
 /// written (see `Settings::gateway_token_file`).
-fn save_gateway_settings(path: &std::path::Path, args: &GatewayNodeArgs) -> anyhow::Result<()> {
+fn save_gateway_settings(
+    path: &std::path::Path,
+    args: &GatewayNodeArgs,
+    link: Option<&NodeLinkConfig>,
+) -> anyhow::Result<()> {
     let mut saved = Settings::load(path)?;
     saved.enable_node_mode = true;
     if let Some(url) = &args.gateway_url {
         saved.gateway_url = Some(url.clone());
+    }
+    // A setup code names the gateway (and its pin) in place of --gateway-url.
+    if let Some(link) = link.filter(|_| args.pair.is_some() || args.gateway_tls_fingerprint.is_some()) {
+        saved.gateway_url = Some(link.url.clone());
+        saved.gateway_tls_fingerprint = link.tls_fingerprint.as_ref().map(ToString::to_string);
     }
     if let Some(file) = &args.gateway_token_file {
         saved.gateway_token_file = Some(absolute(file)?);
@@ -368,8 +382,27 @@ fn gateway_link_config(
     data: &DataDir,
     filter: ToolFilter,
 ) -> anyhow::Result<NodeLinkConfig> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+    let code = args
+        .pair
+        .as_deref()
+        .map(|text| SetupCode::parse(text, now_ms))
+        .transpose()
+        .map_err(|reason| UsageError(format!("--pair: {reason}")))?;
+    let url = args
+        .gateway_url
+        .clone()
+        .or_else(|| code.as_ref().map(|code| code.url.clone()))
+        .or_else(|| settings.gateway_url.clone());
+    // Paired through a setup code, this device has its own credential: the code's bootstrap
+    // token first, the device token the gateway issued it afterwards.
+    let device_token_saved =
+        url.as_deref().is_some_and(|url| DeviceTokenStore::new(data.root(), url, Role::Node).load().is_some());
     let overrides = ConnectOverrides {
-        url: args.gateway_url.clone().or_else(|| settings.gateway_url.clone()),
+        device_credential: code.is_some() || device_token_saved,
+        url,
         token: args.gateway_token.as_deref().map(Secret::from),
         token_file: args.gateway_token_file.clone().or_else(|| settings.gateway_token_file.clone()),
         password: args.gateway_password.as_deref().map(Secret::from),
@@ -380,14 +413,42 @@ fn gateway_link_config(
         .iter()
         .map(|text| UpgradeHeader::parse(text).map_err(|reason| UsageError(format!("--gateway-header: {reason}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let target = GatewayTarget::resolve(&overrides, &Env::from_process())
+    let mut target = GatewayTarget::resolve(&overrides, &Env::from_process())
         .context("gateway node mode (EnableNodeMode) is on, but the gateway cannot be reached as configured")?;
+    if let Some(code) = &code {
+        target.credentials.bootstrap_token = Some(code.bootstrap_token.clone());
+    }
+    let flag_pin = args
+        .gateway_tls_fingerprint
+        .as_deref()
+        .map(TlsFingerprint::parse)
+        .transpose()
+        .map_err(|reason| UsageError(format!("--gateway-tls-fingerprint: {reason}")))?;
+    let saved_pin = settings
+        .gateway_tls_fingerprint
+        .as_deref()
+        .map(TlsFingerprint::parse)
+        .transpose()
+        .map_err(|reason| anyhow::anyhow!("GatewayTlsFingerprint in settings.json: {reason}"))?;
+    let tls_fingerprint = flag_pin
+        .or_else(|| code.as_ref().and_then(|code| code.tls_fingerprint.clone()))
+        .or(saved_pin)
+        .or_else(|| target.tls_fingerprint.clone());
+    if tls_fingerprint.is_some() && !target.url.starts_with("wss://") {
+        return Err(UsageError(format!(
+            "a TLS fingerprint pins a wss:// gateway, and {} is not wss://; drop --gateway-tls-fingerprint or use the \
+             gateway's wss:// URL",
+            target.url
+        ))
+        .into());
+    }
     let device = DeviceIdentity::load_or_create(data.root()).context("cannot load this node's device identity")?;
     let display_name = args.name.clone().or_else(|| settings.node_display_name.clone()).unwrap_or_else(host_name);
     Ok(NodeLinkConfig {
         device_tokens: Some(Arc::new(DeviceTokenStore::new(data.root(), &target.url, Role::Node))),
         url: target.url,
         credentials: target.credentials,
+        tls_fingerprint,
         device: Arc::new(device),
         display_name,
         filter,

@@ -23,6 +23,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         token_file: args.token_file,
         password: args.password.map(Secret::new),
         password_file: args.password_file,
+        device_credential: false,
     };
     let mut options = ServeOptions::new(connect, Env::from_process());
     options.claude_channel_mode = match args.claude_channel_mode {

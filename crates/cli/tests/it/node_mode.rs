@@ -330,3 +330,79 @@ fn the_mode_matrix_switches_live_in_both_directions() {
     assert_eq!(status_json(&sandbox)["running"], true);
     drop(node);
 }
+
+/// `oc-pair://` + base64url(`payload`), as the gateway hands it out.
+fn setup_code(payload: Value) -> String {
+    use base64::Engine;
+    format!("oc-pair://{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.to_string()))
+}
+
+fn in_ten_minutes_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    u64::try_from(now.as_millis()).unwrap() + 600_000
+}
+
+#[test]
+fn pair_joins_with_the_bootstrap_token_saves_no_secret_and_comes_back_with_the_device_token() {
+    let (runtime, fake) = gateway();
+    let sandbox = Sandbox::new();
+    let bootstrap = fake.issue_bootstrap_token();
+    let url = fake.url();
+    let code = setup_code(json!({"url": url, "bootstrapToken": bootstrap, "expiresAtMs": in_ten_minutes_ms()}));
+    let node = Node::start_with(&sandbox, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
+        command.args(["--pair", &code]);
+    });
+    runtime.block_on(fake.wait_for_handshakes(1));
+    assert_eq!(fake.requests("connect")[0]["auth"], json!({"bootstrapToken": bootstrap}));
+    wait_for(
+        WAIT,
+        "node status to say connected",
+        || (status_json(&sandbox)["gateway"]["state"] == "connected").then_some(()),
+        || node.stderr(),
+    );
+    let text = std::fs::read_to_string(sandbox.settings_path()).unwrap();
+    let saved: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((saved["EnableNodeMode"].clone(), saved["GatewayUrl"].clone()), (json!(true), json!(url)));
+    assert!(!text.contains(&bootstrap) && !text.contains("oc-pair"), "no secret saved: {text}");
+    drop(node);
+
+    // A plain start, no token anywhere: the device token the gateway issued is the credential.
+    let node = Node::start(&sandbox);
+    runtime.block_on(fake.wait_for_handshakes(2));
+    let again = fake.requests("connect").pop().unwrap();
+    assert!(again["auth"].get("bootstrapToken").is_none() && again["auth"]["deviceToken"].is_string(), "{again}");
+    wait_for(
+        WAIT,
+        "the node to be connected again",
+        || (status_json(&sandbox)["gateway"]["state"] == "connected").then_some(()),
+        || node.stderr(),
+    );
+    drop(node);
+}
+
+#[test]
+fn a_bad_setup_code_or_a_pin_on_plaintext_is_a_usage_error_and_nothing_is_saved() {
+    let sandbox = Sandbox::new();
+    let expired = setup_code(json!({"url": "ws://127.0.0.1:1", "bootstrapToken": "b", "expiresAtMs": 1_000}));
+    let pin = "ab".repeat(32);
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["--pair", "oc-pair://%%%"], "not an OpenClaw setup code"),
+        (vec!["--pair", &expired], "expired"),
+        (vec!["--gateway-url", "wss://127.0.0.1:1", "--gateway-token", "t", "--tls-fingerprint", "12:34"], "SHA-256"),
+        (
+            vec!["--gateway-url", "ws://127.0.0.1:1", "--gateway-token", "t", "--gateway-tls-fingerprint", &pin],
+            "pins a wss://",
+        ),
+    ];
+    for (flags, expected) in cases {
+        sandbox
+            .clawmcp(["node", "--port", &free_port().to_string(), "--data-dir"])
+            .arg(sandbox.data())
+            .args(&flags)
+            .assert()
+            .code(2)
+            .stderr(contains(expected));
+        assert!(!sandbox.settings_path().exists(), "{flags:?}: nothing saved");
+    }
+}

@@ -140,3 +140,49 @@ fn upgrade_headers_the_handshake_owns_or_malformed_ones_are_refused_with_the_rea
     let error = UpgradeHeader::parse(secret).unwrap_err();
     assert!(!error.contains(secret), "a malformed header that may be a secret is not echoed whole: {error}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_setup_codes_bootstrap_token_admits_once_then_the_device_token_takes_over() {
+    let fake = FakeGateway::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bootstrap = fake.issue_bootstrap_token();
+    let credentials =
+        clawmcp_gateway::Credentials { bootstrap_token: Some(bootstrap.as_str().into()), ..Default::default() };
+    let identity = Arc::new(DeviceIdentity::load_or_create(dir.path()).unwrap());
+    let mut options = ClientOptions::node(fake.url(), &credentials, identity);
+    options.persistent = true;
+    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(dir.path(), &fake.url(), Role::Node)));
+    let client = within(GatewayClient::connect(options.clone())).await.unwrap();
+    assert_eq!(client.hello().unwrap().auth.method.as_deref(), Some("bootstrap-token"));
+    let first = fake.requests("connect").remove(0);
+    assert_eq!(first["auth"], json!({"bootstrapToken": bootstrap}), "no shared secret, only the code's token");
+
+    // The token is spent; every later connect (a gateway restart here) presents the device token.
+    fake.restart();
+    until(&client, || fake.handshakes() >= 2 && client.is_connected()).await;
+    assert_eq!(client.hello().unwrap().auth.method.as_deref(), Some("device-token"));
+    let again = fake.requests("connect").pop().unwrap();
+    assert!(again["auth"].get("bootstrapToken").is_none(), "a spent bootstrap token is not sent again: {again}");
+    assert!(again["auth"]["deviceToken"].is_string());
+    client.close().await;
+
+    // A second device with the same (spent) code is refused, and says why.
+    let other = tempfile::tempdir().unwrap();
+    let identity = Arc::new(DeviceIdentity::load_or_create(other.path()).unwrap());
+    let mut options = ClientOptions::node(fake.url(), &credentials, identity);
+    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(other.path(), &fake.url(), Role::Node)));
+    let error = within(GatewayClient::connect(options)).await.unwrap_err();
+    assert!(error.to_string().contains("bootstrap token invalid"), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tls_pin_on_a_plaintext_url_fails_the_connect_saying_so() {
+    let fake = FakeGateway::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = node_options(&fake, dir.path());
+    options.persistent = false;
+    options.tls_fingerprint = Some(clawmcp_gateway::TlsFingerprint::parse(&"ab".repeat(32)).unwrap());
+    let error = within(GatewayClient::connect(options)).await.unwrap_err();
+    assert!(error.to_string().contains("pins a wss:// gateway"), "{error}");
+    assert_eq!(fake.connect_attempts(), 0, "nothing is sent in plaintext");
+}
