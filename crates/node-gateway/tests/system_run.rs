@@ -207,7 +207,9 @@ async fn the_gateways_prepare_approve_reinvoke_flow_runs_what_the_operator_appro
     let plan = prepared["plan"].clone();
     assert_eq!(plan["sessionKey"], session);
     assert_eq!(prepared["execPolicy"], json!({"security": "allowlist", "ask": "on-miss"}));
-    let approved = json!({"command": command, "rawCommand": plan["commandText"], "runId": "appr-1", "approved": true,
+    assert!(plan["argv"][0].as_str().unwrap().ends_with("/echo"), "the plan names the binary: {plan}");
+    // As the gateway forwards it: the approved plan's argv and command text.
+    let approved = json!({"command": plan["argv"], "rawCommand": plan["commandText"], "runId": "appr-1", "approved": true,
                           "approvalDecision": "allow-once", "systemRunPlan": plan, "sessionKey": session});
     setup.fake.emit("node.invoke.request", invoke("r2", "system.run", approved.clone(), 30_000));
     let ran = result_of(&setup.fake, "r2").await;

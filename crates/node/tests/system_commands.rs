@@ -89,9 +89,11 @@ async fn prepare_returns_the_plan_and_runs_nothing() {
     assert_eq!(payload["cmdText"], format!("touch {marker_text}"));
     let mut plan = payload["plan"].clone();
     let snapshot = plan.as_object_mut().unwrap().remove("policySnapshot").expect("the plan carries the policy");
+    let touch = plan["argv"][0].as_str().unwrap().to_owned();
+    assert!(touch.starts_with('/') && touch.ends_with("/touch"), "the binary that would run: {touch}");
     assert_eq!(
         plan,
-        json!({"argv": ["touch", marker_text], "cwd": cwd, "commandText": format!("touch {marker_text}"),
+        json!({"argv": [touch, marker_text], "cwd": cwd, "commandText": format!("{touch} {marker_text}"),
                "commandPreview": null, "rawCommand": null, "agentId": "ops", "sessionKey": null})
     );
     assert_eq!(payload["execPolicy"]["security"], snapshot["security"], "the policy the node judges by");

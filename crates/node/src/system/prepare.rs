@@ -18,7 +18,7 @@ use serde_json::json;
 use std::sync::LazyLock;
 
 use super::request::{self, run_arguments_schema};
-use crate::approvals::ExecApprovals;
+use crate::approvals::{ExecApprovals, resolve};
 use crate::capability::{CommandSpec, InvokeRequest, InvokeResult};
 use crate::command_text::{display_command, gateway_command};
 
@@ -45,13 +45,24 @@ pub fn invoke(approvals: &ExecApprovals, call: &InvokeRequest) -> InvokeResult {
         .map_err(|reason| format!("Invalid system.run request: {reason}"))?;
     let plan = run.request;
     let cmd_text = plan.raw_command.clone().unwrap_or_else(|| display_command(&plan.argv));
-    let command_text = gateway_command(&plan.argv);
+    // The operator approves a binary, not a name PATH resolves later: argv[0] becomes the
+    // canonical executable the run would launch (as upstream's node host plans it), and the
+    // re-invoke carries that argv. An `env NAME=VALUE` wrapper is kept as given.
+    let search_path = std::env::var_os("PATH");
+    let argv = match resolve::resolve(&plan.argv, plan.cwd.as_deref(), search_path.as_deref()) {
+        Ok(resolved) if resolved.env.is_empty() => {
+            std::iter::once(resolved.executable_text).chain(resolved.args).collect::<Vec<_>>()
+        }
+        Ok(_) => plan.argv.clone(),
+        Err(reason) => return Err(format!("Invalid system.run request: {reason}").into()),
+    };
+    let command_text = gateway_command(&argv);
     let preview = plan.raw_command.clone().filter(|raw| *raw != command_text);
     let (policy, snapshot) = approvals.current_policy(plan.agent_id.as_deref());
     Ok(json!({
         "cmdText": cmd_text,
         "plan": {
-            "argv": plan.argv,
+            "argv": argv,
             "cwd": plan.cwd.as_deref().map(|cwd| cwd.to_string_lossy()),
             "commandText": command_text,
             "commandPreview": preview,
@@ -88,14 +99,22 @@ mod tests {
         invoke(&ExecApprovals::open(dir.path().join("exec-approvals.json")), &call(args, None, Caller::Mcp))
     }
 
+    /// The canonical path of `program` on PATH, as the plan names it.
+    fn on_path(program: &str) -> String {
+        let path = std::env::var_os("PATH").unwrap();
+        let found = std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file());
+        std::fs::canonicalize(found.unwrap()).unwrap().to_str().unwrap().to_owned()
+    }
+
     #[test]
     fn returns_the_plan_with_quoted_command_text_and_the_policy_it_is_judged_by() {
         let payload = prepare(json!({"command": ["echo", "a b"], "cwd": "/tmp", "agentId": "ops"})).unwrap();
+        let echo = on_path("echo");
         assert_eq!(
             payload,
             json!({
                 "cmdText": "echo 'a b'",
-                "plan": {"argv": ["echo", "a b"], "cwd": "/tmp", "commandText": "echo \"a b\"", "commandPreview": null,
+                "plan": {"argv": [echo, "a b"], "cwd": "/tmp", "commandText": format!("{echo} \"a b\""), "commandPreview": null,
                          "rawCommand": null, "agentId": "ops", "sessionKey": null,
                          "policySnapshot": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny",
                                             "autoAllowSkills": false, "allowlistRules": []}},
@@ -110,9 +129,18 @@ mod tests {
         let payload = prepare(json!({"command": ["sh", "-c", "ls | wc -l"], "rawCommand": "ls | wc -l"})).unwrap();
         assert_eq!(payload["cmdText"], "ls | wc -l");
         assert_eq!(payload["plan"]["rawCommand"], "ls | wc -l");
-        assert_eq!(payload["plan"]["commandText"], "sh -c \"ls | wc -l\"", "the gateway's rendering of argv");
+        let sh = on_path("sh");
+        assert_eq!(
+            payload["plan"]["commandText"],
+            format!("{sh} -c \"ls | wc -l\""),
+            "the gateway's rendering of argv"
+        );
         assert_eq!(payload["plan"]["commandPreview"], "ls | wc -l", "what the person reads");
-        assert_eq!(payload["plan"]["argv"], json!(["sh", "-c", "ls | wc -l"]), "wrapper argv is kept as given");
+        assert_eq!(
+            payload["plan"]["argv"],
+            json!([sh, "-c", "ls | wc -l"]),
+            "the binary that would run, then argv as given"
+        );
     }
 
     #[test]
@@ -126,6 +154,19 @@ mod tests {
         let named = json!({"command": ["ls"], "sessionKey": "agent:ops:main"});
         assert_eq!(session(named.clone(), None, Caller::Gateway), "agent:ops:main", "where the exec tool puts it");
         assert_eq!(session(named, None, Caller::Mcp), Value::Null, "an MCP client names no session");
+    }
+
+    #[test]
+    fn an_env_wrapper_is_planned_as_given_and_an_unknown_program_is_refused() {
+        let payload = prepare(json!({"command": ["env", "A=1", "echo", "hi"]})).unwrap();
+        assert_eq!(payload["plan"]["argv"], json!(["env", "A=1", "echo", "hi"]));
+        let error = prepare(json!({"command": ["no-such-program-clawmcp"]})).unwrap_err();
+        assert!(
+            error.message.starts_with("Invalid system.run request: ")
+                && error.message.contains("no-such-program-clawmcp"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
