@@ -322,11 +322,34 @@ fn awaits_approval(error: &GatewayError) -> bool {
     shape.detail_code() == Some("PAIRING_CHANGED") || shape.message.contains("awaiting operator approval")
 }
 
+/// How often the plugin tools are offered before giving up until the next connect.
+const PUBLISH_ATTEMPTS: u32 = 5;
+
 async fn publish_plugin_tools(shared: &Shared) {
     let params = plugin_tools::update_params(&shared.served);
-    if let Err(error) = shared.client.request("node.pluginTools.update", params).await {
-        warn!(%error, "cannot publish the plugin tools; gateway agents reach only the allowlisted commands");
+    let mut delay = PROBE_FIRST_RETRY;
+    for attempt in 1..=PUBLISH_ATTEMPTS {
+        match shared.client.request("node.pluginTools.update", params.clone()).await {
+            Ok(_) => return,
+            // Right after an approval the gateway may still be settling the surface it just
+            // approved ("node pairing changed before request dispatch", UNAVAILABLE): the real
+            // node host loses its tools there; we offer them again shortly.
+            Err(error) if attempt < PUBLISH_ATTEMPTS && settling(&error) => {
+                debug!(%error, attempt, "the gateway was not ready for the plugin tools; offering them again");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(PROBE_MAX_RETRY);
+            }
+            Err(error) => {
+                warn!(%error, "cannot publish the plugin tools; gateway agents reach only the allowlisted commands");
+                return;
+            }
+        }
     }
+}
+
+/// A refusal that passes once the gateway has settled the node's pairing.
+fn settling(error: &GatewayError) -> bool {
+    awaits_approval(error) || error.error_shape().is_some_and(|shape| shape.code == "UNAVAILABLE")
 }
 
 fn start_invoke(shared: &Arc<Shared>, payload: Value) {

@@ -166,6 +166,11 @@ impl GatewayStatus {
                 "the gateway at {} refused the password: pass `gateway.auth.password` with --gateway-password-file FILE",
                 self.url
             ),
+            Some("AUTH_BOOTSTRAP_TOKEN_INVALID") => format!(
+                "the gateway at {} refused the setup code: it was already used, expired or revoked. Make a new one \
+                 (Control UI > Devices > Node host, or `openclaw qr`) and run `clawmcp node --pair <code>` again",
+                self.url
+            ),
             Some("PAIRING_REQUIRED") => "approve this device on the gateway host: `openclaw devices list`, then \
                                          `openclaw devices approve <requestId>`"
                 .to_owned(),
@@ -255,6 +260,13 @@ mod tests {
         assert_eq!(status.request_id.as_deref(), Some("r-9"), "a repeated pending keeps the id");
         status.observe_pairing(Pairing::Approved);
         assert!(status.request_id.is_none());
+    }
+
+    #[test]
+    fn a_spent_setup_code_says_to_make_a_new_one() {
+        let mut status = status();
+        status.observe_link(&refused("INVALID_REQUEST", json!({"code":"AUTH_BOOTSTRAP_TOKEN_INVALID"})));
+        assert!(status.hint.unwrap().contains("clawmcp node --pair <code>"));
     }
 
     #[test]

@@ -360,3 +360,27 @@ async fn the_link_comes_back_after_a_gateway_restart_and_a_token_rotation() {
     assert_eq!(payload(&result_of(&node.fake, "after").await), json!({"args": {}}));
     node.link.close().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn plugin_tools_refused_while_the_gateway_settles_an_approval_are_offered_again() {
+    let refusals = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = refusals.clone();
+    let node = node_with(ToolFilter::all(), 16, move |fake| {
+        fake.on("node.pluginTools.update", move |params| {
+            // The real gateway, just after a bootstrap approval: the first offer is refused.
+            match seen.fetch_add(1, Ordering::SeqCst) {
+                0 => Reply::Error(clawmcp_testkit::gateway_error(
+                    "UNAVAILABLE",
+                    "node pairing changed before request dispatch",
+                    None,
+                )),
+                _ => Reply::Ok(json!({"nodeId": "n", "tools": params["tools"]})),
+            }
+        });
+    })
+    .await;
+    let second = node.fake.wait_for_request("node.pluginTools.update", 2).await;
+    assert_eq!(second["tools"].as_array().unwrap().len(), 3, "the same tools, offered again");
+    assert_eq!(refusals.load(Ordering::SeqCst), 2);
+    node.link.close().await;
+}

@@ -167,10 +167,13 @@ pub fn admit(
             match secret("bootstrapToken").is_some_and(&spend_bootstrap) {
                 true => "bootstrap-token",
                 false => {
+                    // The real gateway's words (closes 1008 after it).
                     return Err(Refusal::new(
                         "INVALID_REQUEST",
-                        "unauthorized: bootstrap token invalid or expired",
-                        Some(json!({"code":"AUTH_BOOTSTRAP_TOKEN_INVALID","authReason":"bootstrap_token_invalid"})),
+                        "unauthorized: setup code invalid, expired, revoked, or already used (create a new code; \
+                         review `openclaw devices list`)",
+                        Some(json!({"code":"AUTH_BOOTSTRAP_TOKEN_INVALID","authReason":"bootstrap_token_invalid",
+                                    "canRetryWithDeviceToken":false,"recommendedNextStep":"review_auth_configuration"})),
                     ));
                 }
             }

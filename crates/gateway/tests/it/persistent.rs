@@ -172,7 +172,7 @@ async fn a_setup_codes_bootstrap_token_admits_once_then_the_device_token_takes_o
     let mut options = ClientOptions::node(fake.url(), &credentials, identity);
     options.device_tokens = Some(Arc::new(DeviceTokenStore::new(other.path(), &fake.url(), Role::Node)));
     let error = within(GatewayClient::connect(options)).await.unwrap_err();
-    assert!(error.to_string().contains("bootstrap token invalid"), "{error}");
+    assert!(error.to_string().contains("setup code invalid, expired, revoked, or already used"), "{error}");
 }
 
 #[tokio::test(start_paused = true)]
