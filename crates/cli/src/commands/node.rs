@@ -78,11 +78,25 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
         let reporter = node_status::Reporter::new(data.status_path());
         let (control, mut controls) = tokio::sync::mpsc::channel(8);
+        let operator = {
+            let (args, data) = (args.gateway.clone(), data.clone());
+            node_app::OperatorAccess::new(move || {
+                let settings = Settings::load(&data.settings_path()).map_err(|error| error.to_string())?;
+                let link = gateway_link_config(&args, &settings, &data, ToolFilter::all())
+                    .map_err(|error| format!("the gateway cannot be reached as configured: {error:#}"))?;
+                Ok(node_app::OperatorTarget {
+                    url: link.url,
+                    credentials: link.credentials,
+                    tls_fingerprint: link.tls_fingerprint,
+                })
+            })
+        };
         registry.register_commands(node_app::commands(node_app::AppContext {
             status: reporter.view(),
             settings: settings.clone(),
             control,
             registry: Arc::downgrade(&registry),
+            operator: Arc::new(operator),
         }));
         check_filter(&registry, &filter)?;
         let filter_for_gateway = filter.clone();

@@ -3,11 +3,13 @@
 //!
 //! They live here, beside `clawmcp node`'s transports, because that is what they are about: the
 //! MCP listener, the gateway link, the status the node publishes and the settings it reloads.
-//! This first set answers from the node itself. The tray's `app.navigate` and `app.menu` have no
-//! headless meaning and say so. Not here yet, and so not listed: the tools that act on the
-//! gateway as an operator (`app.sessions`, `app.agents`, `app.nodes`, `app.chat.*`, `app.search`,
-//! `app.connection.pendingApprovals` and the pairing approvals, `applySetupCode`,
-//! `connectSharedToken`); they need operator credentials this node does not hold yet.
+//! Most answer from the node itself. `app.nodes`, `app.sessions`, `app.agents`,
+//! `app.connection.pendingApprovals` and the four pairing decisions act on the gateway as an
+//! operator: a second, operator-role connection opened on first use with the node's shared
+//! gateway secret ([`OperatorAccess`]); a node paired by setup code holds only its node
+//! credential, and they then say which secret to give. The tray's `app.navigate` and `app.menu`
+//! have no headless meaning and say so. Not here yet, and so not listed: `app.chat.*`,
+//! `app.search`, `app.connection.applySetupCode` and `connectSharedToken`.
 //!
 //! `app.settings.set` only tightens: an agent can switch `system.run` off or shrink the sandbox's
 //! limits, never the reverse (`Settings::widening_in`); the refusal names the `clawmcp settings
@@ -17,8 +19,9 @@ use std::sync::{Arc, Weak};
 
 use clap::ValueEnum;
 use clawmcp_gateway::http::gateway_http_url;
+use clawmcp_gateway::{ClientOptions, Credentials, GatewayClient, TlsFingerprint};
 use clawmcp_mcp::ToolAnnotations;
-use clawmcp_mcp::tool::codes::INVALID_REQUEST;
+use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 use clawmcp_node::capability::Command;
 use clawmcp_node::settings::{LiveSettings, Settings};
 use clawmcp_node::{CapabilityError, CommandSpec, InvokeResult, Registry};
@@ -43,6 +46,59 @@ pub struct AppContext {
     pub control: mpsc::Sender<Control>,
     /// Weak: the registry holds these tools.
     pub registry: Weak<Registry>,
+    pub operator: Arc<OperatorAccess>,
+}
+
+/// Where the operator connection goes and with which secret, resolved when first needed.
+pub struct OperatorTarget {
+    pub url: String,
+    pub credentials: Credentials,
+    pub tls_fingerprint: Option<TlsFingerprint>,
+}
+
+type ResolveTarget = dyn Fn() -> Result<OperatorTarget, String> + Send + Sync;
+
+/// The node's operator-role connection to its gateway, opened on first use and kept.
+pub struct OperatorAccess {
+    target: Box<ResolveTarget>,
+    client: tokio::sync::Mutex<Option<GatewayClient>>,
+}
+
+/// The scopes the operator tools use: reading nodes and sessions, pairing decisions (and
+/// admin, which approving a surface with `system.run` in it needs).
+const OPERATOR_SCOPES: &[&str] = &["operator.read", "operator.pairing", "operator.admin"];
+
+impl OperatorAccess {
+    pub fn new(target: impl Fn() -> Result<OperatorTarget, String> + Send + Sync + 'static) -> Self {
+        OperatorAccess { target: Box::new(target), client: tokio::sync::Mutex::new(None) }
+    }
+
+    /// `method` on the gateway as an operator, for `tool`.
+    async fn request(&self, tool: &str, method: &str, params: Value) -> InvokeResult {
+        let mut slot = self.client.lock().await;
+        if slot.as_ref().is_none_or(|client| !client.is_connected()) {
+            let target = (self.target)().map_err(CapabilityError::new)?;
+            if target.credentials.is_empty() {
+                return Err(CapabilityError::new(format!(
+                    "{tool} acts on the gateway at {} as an operator, and this node holds only its node credential \
+                     (a device token from pairing). Give it the gateway's shared secret: clawmcp node \
+                     --gateway-token-file FILE (or --gateway-password-file).",
+                    target.url
+                )));
+            }
+            let mut options = ClientOptions::operator(target.url.clone(), &target.credentials, OPERATOR_SCOPES);
+            options.tls_fingerprint = target.tls_fingerprint;
+            let client = GatewayClient::connect(options).await.map_err(|error| {
+                CapabilityError::new(format!("{tool}: cannot reach the gateway as an operator: {error}"))
+                    .with_code(UNAVAILABLE)
+            })?;
+            *slot = Some(client);
+        }
+        let client = slot.as_ref().expect("connected above");
+        client.request(method, params).await.map_err(|error| {
+            CapabilityError::new(format!("{tool}: the gateway refused {method}: {error}")).with_code(UNAVAILABLE)
+        })
+    }
 }
 
 /// The app tools, local-only.
@@ -62,6 +118,42 @@ pub fn commands(context: AppContext) -> Vec<Command> {
     let settings_set = with(&context, |app, args| settings_set(&app.settings, args));
     let config_get = with(&context, |app, args| config_get(&app.settings.current(), args));
     let dashboard = with(&context, |app, args| dashboard_url(&app.settings.current(), args));
+    let operator = |name: &'static str,
+                    description: &'static str,
+                    schema: Value,
+                    annotations,
+                    method: &'static str,
+                    params: fn(&Map<String, Value>) -> Result<Value, CapabilityError>| {
+        let access = context.operator.clone();
+        spec(name, description, schema, annotations).with_handler(move |request, _ctx| {
+            let access = access.clone();
+            async move { access.request(name, method, params(&request.args)?).await }
+        })
+    };
+    let pending = {
+        let access = context.operator.clone();
+        spec(
+            "app.connection.pendingApprovals",
+            "Pairing requests waiting on the gateway: devices (device.pair.list) and node command surfaces \
+             (node.pair.list), each with the requestId the approve/reject tools take.",
+            no_args(),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(move |_request, _ctx| {
+            let access = access.clone();
+            async move {
+                let tool = "app.connection.pendingApprovals";
+                let devices = access.request(tool, "device.pair.list", json!({})).await?;
+                let nodes = access.request(tool, "node.pair.list", json!({})).await?;
+                Ok(json!({"devices": devices["pending"], "nodes": nodes["pending"]}))
+            }
+        })
+    };
+    let request_id = || {
+        json!({"type": "object", "properties": {"requestId": {"type": "string", "minLength": 1},
+                                                "id": {"type": "string", "minLength": 1, "description": "Alias of requestId."}},
+               "additionalProperties": false})
+    };
     let reconnect = |name: &'static str| {
         let control = context.control.clone();
         spec(name, RECONNECT, no_args(), ToolAnnotations::ADDITIVE).with_handler(move |_request, _ctx| {
@@ -133,6 +225,64 @@ pub fn commands(context: AppContext) -> Vec<Command> {
             ToolAnnotations::READ_ONLY,
         )
         .with_handler(dashboard),
+        operator(
+            "app.nodes",
+            "The nodes the gateway knows (node.list): ids, names, platforms, commands, connection and approval state.",
+            no_args(),
+            ToolAnnotations::READ_ONLY,
+            "node.list",
+            |_| Ok(json!({})),
+        ),
+        operator(
+            "app.sessions",
+            "The gateway's sessions (sessions.list), newest first, at most limit (default 50).",
+            json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 500}},
+                   "additionalProperties": false}),
+            ToolAnnotations::READ_ONLY,
+            "sessions.list",
+            |args| Ok(json!({"limit": args.get("limit").and_then(Value::as_u64).unwrap_or(50).clamp(1, 500)})),
+        ),
+        operator(
+            "app.agents",
+            "The gateway's agents (agents.list).",
+            no_args(),
+            ToolAnnotations::READ_ONLY,
+            "agents.list",
+            |_| Ok(json!({})),
+        ),
+        pending,
+        operator(
+            "app.connection.approveDevicePairing",
+            "Approve a device's pairing request (device.pair.approve) by its requestId.",
+            request_id(),
+            ToolAnnotations::ADDITIVE,
+            "device.pair.approve",
+            request_id_params,
+        ),
+        operator(
+            "app.connection.rejectDevicePairing",
+            "Reject a device's pairing request (device.pair.reject) by its requestId.",
+            request_id(),
+            ToolAnnotations::ADDITIVE,
+            "device.pair.reject",
+            request_id_params,
+        ),
+        operator(
+            "app.connection.approveNodePairing",
+            "Approve a node's command surface (node.pair.approve) by its requestId.",
+            request_id(),
+            ToolAnnotations::ADDITIVE,
+            "node.pair.approve",
+            request_id_params,
+        ),
+        operator(
+            "app.connection.rejectNodePairing",
+            "Reject a node's command surface (node.pair.reject) by its requestId.",
+            request_id(),
+            ToolAnnotations::ADDITIVE,
+            "node.pair.reject",
+            request_id_params,
+        ),
         headless("app.navigate", "pages"),
         headless("app.menu", "tray menu"),
     ]
@@ -305,6 +455,18 @@ fn dashboard_url(settings: &Settings, args: &Map<String, Value>) -> InvokeResult
     Ok(
         json!({"url": web.to_string(), "credentialSource": "none", "usesSharedGatewayToken": false, "hasTokenQuery": false}),
     )
+}
+
+/// `{requestId}` from `requestId` or its alias `id` (the tray takes either).
+fn request_id_params(args: &Map<String, Value>) -> Result<Value, CapabilityError> {
+    let id = ["requestId", "id"].iter().find_map(|key| args.get(*key).and_then(Value::as_str)).map(str::trim);
+    match id.filter(|id| !id.is_empty()) {
+        Some(id) => Ok(json!({"requestId": id})),
+        None => Err(CapabilityError::new(
+            "requestId is required: the id app.connection.pendingApprovals lists (or `openclaw devices|nodes pending`)",
+        )
+        .with_code(INVALID_REQUEST)),
+    }
 }
 
 async fn reconnect_gateway(control: &mpsc::Sender<Control>) -> InvokeResult {

@@ -146,10 +146,29 @@ fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
     );
     let refused = runtime.block_on(fake.wait_for_request("node.invoke.result", 2));
     assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    // The operator tools open an operator connection with the node's shared secret.
+    fake.on("node.list", |_| Reply::Ok(json!({"ts": 1, "nodes": [{"nodeId": "n-1", "displayName": "box-1"}]})));
+    fake.on("device.pair.list", |_| {
+        Reply::Ok(json!({"pending": [{"requestId": "d-1", "deviceId": "dev"}], "paired": []}))
+    });
+    fake.on("node.pair.list", |_| Reply::Ok(json!({"pending": [{"requestId": "r-1", "nodeId": "n-2"}], "paired": []})));
+    fake.on("node.pair.approve", |params| Reply::Ok(json!({"requestId": params["requestId"], "node": {}})));
+    assert_eq!(call(&["app.nodes"])["nodes"][0]["nodeId"], "n-1");
+    let pending = call(&["app.connection.pendingApprovals"]);
+    assert_eq!(
+        (pending["devices"][0]["requestId"].clone(), pending["nodes"][0]["requestId"].clone()),
+        (json!("d-1"), json!("r-1"))
+    );
+    let approved = call(&["app.connection.approveNodePairing", "--params", r#"{"id":"r-1"}"#]);
+    assert_eq!(approved["requestId"], "r-1");
+    assert_eq!(fake.requests("node.pair.approve"), [json!({"requestId": "r-1"})]);
+    let operator = fake.requests("connect").into_iter().find(|c| c["role"] == "operator").expect("an operator connect");
+    assert_eq!(operator["auth"]["token"], FAKE_TOKEN);
+    assert!(operator["scopes"].as_array().unwrap().contains(&json!("operator.pairing")), "{operator}");
     // ...while a local client can make the node reconnect.
     let reconnect = call(&["app.connection.reconnect"]);
     assert!(reconnect["note"].as_str().unwrap().contains(&url), "{reconnect}");
-    runtime.block_on(fake.wait_for_handshakes(2));
+    runtime.block_on(fake.wait_for_handshakes(3));
     drop(node);
 }
 
@@ -365,6 +384,10 @@ fn pair_joins_with_the_bootstrap_token_saves_no_secret_and_comes_back_with_the_d
     let saved: Value = serde_json::from_str(&text).unwrap();
     assert_eq!((saved["EnableNodeMode"].clone(), saved["GatewayUrl"].clone()), (json!(true), json!(url)));
     assert!(!text.contains(&bootstrap) && !text.contains("oc-pair"), "no secret saved: {text}");
+    // Paired by setup code, the node has no operator secret: the operator tools say which to give.
+    let refused = node.run(&sandbox, "call", &["app.nodes"]).output().unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned() + &String::from_utf8_lossy(&refused.stdout);
+    assert!(!refused.status.success() && said.contains("--gateway-token-file"), "{said}");
     drop(node);
 
     // A plain start, no token anywhere: the device token the gateway issued is the credential.
