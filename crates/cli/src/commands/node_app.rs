@@ -8,8 +8,13 @@
 //! operator: a second, operator-role connection opened on first use with the node's shared
 //! gateway secret ([`OperatorAccess`]); a node paired by setup code holds only its node
 //! credential, and they then say which secret to give. The tray's `app.navigate` and `app.menu`
-//! have no headless meaning and say so. Not here yet, and so not listed: `app.chat.*`,
-//! `app.search`, `app.connection.applySetupCode` and `connectSharedToken`.
+//! have no headless meaning and say so. `app.chat.*` talk to a session through the gateway's
+//! chat methods; `app.search` searches this node's own tools and settings (the headless
+//! counterpart of the tray's command palette).
+//!
+//! `app.connection.applySetupCode` and `connectSharedToken` would point this machine's node at a
+//! gateway an agent names: widening what the machine exposes, which only its owner decides. They
+//! answer with the command the owner runs (`clawmcp node --pair`, `--gateway-token-file`).
 //!
 //! `app.settings.set` only tightens: an agent can switch `system.run` off or shrink the sandbox's
 //! limits, never the reverse (`Settings::widening_in`); the refusal names the `clawmcp settings
@@ -64,9 +69,9 @@ pub struct OperatorAccess {
     client: tokio::sync::Mutex<Option<GatewayClient>>,
 }
 
-/// The scopes the operator tools use: reading nodes and sessions, pairing decisions (and
+/// The scopes the operator tools use: reading nodes and sessions, chat, pairing decisions (and
 /// admin, which approving a surface with `system.run` in it needs).
-const OPERATOR_SCOPES: &[&str] = &["operator.read", "operator.pairing", "operator.admin"];
+const OPERATOR_SCOPES: &[&str] = &["operator.read", "operator.write", "operator.pairing", "operator.admin"];
 
 impl OperatorAccess {
     pub fn new(target: impl Fn() -> Result<OperatorTarget, String> + Send + Sync + 'static) -> Self {
@@ -149,6 +154,26 @@ pub fn commands(context: AppContext) -> Vec<Command> {
             }
         })
     };
+    let owner_only = |name: &'static str, how: &'static str| {
+        spec(
+            name,
+            "Refused here: joining a gateway is the machine owner's decision (see the error).",
+            json!({"type": "object"}),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(move |_request, _ctx| async move {
+            Err(CapabilityError::new(format!(
+                "{name} would point this node at a gateway an agent names, widening what this machine exposes; \
+                     only its owner does that, on the command line: {how}"
+            )))
+        })
+    };
+    let session_schema = |extra: Value| {
+        let mut properties = json!({"sessionKey": {"type": "string", "description": "Default agent:main:main."}});
+        properties.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        json!({"type": "object", "properties": properties, "additionalProperties": false})
+    };
+    let search = with(&context, search);
     let request_id = || {
         json!({"type": "object", "properties": {"requestId": {"type": "string", "minLength": 1},
                                                 "id": {"type": "string", "minLength": 1, "description": "Alias of requestId."}},
@@ -283,6 +308,50 @@ pub fn commands(context: AppContext) -> Vec<Command> {
             "node.pair.reject",
             request_id_params,
         ),
+        operator(
+            "app.chat.snapshot",
+            "A session's recent transcript (chat.history), at most limit entries (default 50).",
+            session_schema(json!({"limit": {"type": "integer", "minimum": 1, "maximum": 1000}})),
+            ToolAnnotations::READ_ONLY,
+            "chat.history",
+            |args| {
+                let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(50).clamp(1, 1000);
+                Ok(json!({"sessionKey": chat_session(args), "limit": limit}))
+            },
+        ),
+        operator(
+            "app.chat.send",
+            "Send a message to a session as the operator (chat.send); the session's agent answers there.",
+            session_schema(json!({"message": {"type": "string", "minLength": 1}})),
+            ToolAnnotations::ADDITIVE,
+            "chat.send",
+            |args| {
+                let message = args.get("message").and_then(Value::as_str).filter(|m| !m.trim().is_empty());
+                let message = message.ok_or_else(|| {
+                    CapabilityError::new("message is required (the text to send)").with_code(INVALID_REQUEST)
+                })?;
+                Ok(json!({"sessionKey": chat_session(args), "message": message,
+                          "idempotencyKey": clawmcp_node::registry::new_invoke_id()}))
+            },
+        ),
+        operator(
+            "app.chat.reset",
+            "Start a session afresh (sessions.reset): its transcript is set aside and the next message begins anew.",
+            session_schema(json!({})),
+            ToolAnnotations::DESTRUCTIVE,
+            "sessions.reset",
+            |args| Ok(json!({"key": chat_session(args), "reason": "reset"})),
+        ),
+        spec(
+            "app.search",
+            "Search this node's tools and settings by name or description; at most 10 matches {title, subtitle, kind}.",
+            json!({"type": "object", "properties": {"query": {"type": "string", "minLength": 1}},
+                   "required": ["query"], "additionalProperties": false}),
+            ToolAnnotations::READ_ONLY,
+        )
+        .with_handler(search),
+        owner_only("app.connection.applySetupCode", "clawmcp node --pair \"oc-pair://<setup-code>\""),
+        owner_only("app.connection.connectSharedToken", "clawmcp node --gateway-url URL --gateway-token-file FILE"),
         headless("app.navigate", "pages"),
         headless("app.menu", "tray menu"),
     ]
@@ -455,6 +524,34 @@ fn dashboard_url(settings: &Settings, args: &Map<String, Value>) -> InvokeResult
     Ok(
         json!({"url": web.to_string(), "credentialSource": "none", "usesSharedGatewayToken": false, "hasTokenQuery": false}),
     )
+}
+
+/// The session the chat tools talk to when the call names none.
+const MAIN_SESSION: &str = "agent:main:main";
+
+fn chat_session(args: &Map<String, Value>) -> String {
+    let named = args.get("sessionKey").and_then(Value::as_str).map(str::trim).filter(|key| !key.is_empty());
+    named.unwrap_or(MAIN_SESSION).to_owned()
+}
+
+/// The most matches `app.search` answers, as the tray's palette shows.
+const MAX_SEARCH_RESULTS: usize = 10;
+
+fn search(app: &AppContext, args: &Map<String, Value>) -> InvokeResult {
+    let query = args.get("query").and_then(Value::as_str).map(str::trim).unwrap_or_default().to_lowercase();
+    if query.is_empty() {
+        return Err(CapabilityError::new("query is required").with_code(INVALID_REQUEST));
+    }
+    let tools = app.registry.upgrade().map(|registry| registry.listed()).unwrap_or_default();
+    let tool_hits = tools.iter().map(|command| command.tool()).filter_map(|tool| {
+        let hit = tool.name.to_lowercase().contains(&query) || tool.description.to_lowercase().contains(&query);
+        hit.then(|| json!({"title": tool.name, "subtitle": tool.description.chars().take(120).collect::<String>(), "kind": "tool"}))
+    });
+    let setting_hits = setting_names().into_iter().filter(|name| name.to_lowercase().contains(&query)).map(
+        |name| json!({"title": name, "subtitle": "setting (app.settings.get / app.settings.set)", "kind": "setting"}),
+    );
+    let results: Vec<Value> = tool_hits.chain(setting_hits).take(MAX_SEARCH_RESULTS).collect();
+    Ok(json!({"query": query, "results": results}))
 }
 
 /// `{requestId}` from `requestId` or its alias `id` (the tray takes either).

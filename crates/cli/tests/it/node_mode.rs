@@ -165,6 +165,14 @@ fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
     let operator = fake.requests("connect").into_iter().find(|c| c["role"] == "operator").expect("an operator connect");
     assert_eq!(operator["auth"]["token"], FAKE_TOKEN);
     assert!(operator["scopes"].as_array().unwrap().contains(&json!("operator.pairing")), "{operator}");
+    fake.on("chat.send", |_| Reply::Ok(json!({"runId": "run-1", "status": "started"})));
+    assert_eq!(call(&["app.chat.send", "--params", r#"{"message":"hello from local MCP"}"#])["runId"], "run-1");
+    let sent = fake.requests("chat.send").remove(0);
+    assert_eq!(
+        (sent["sessionKey"].clone(), sent["message"].clone()),
+        (json!("agent:main:main"), json!("hello from local MCP"))
+    );
+    assert!(sent["idempotencyKey"].as_str().is_some_and(|key| key.len() == 32), "{sent}");
     // ...while a local client can make the node reconnect.
     let reconnect = call(&["app.connection.reconnect"]);
     assert!(reconnect["note"].as_str().unwrap().contains(&url), "{reconnect}");
@@ -207,6 +215,16 @@ fn app_settings_only_tighten_and_apply_at_once() {
     assert!(text(&menu).contains("not available on a headless node"), "{}", text(&menu));
     let reconnect = call(&["app.connection.reconnect"]);
     assert!(text(&reconnect).contains("gateway node mode is off"), "{}", text(&reconnect));
+    let pair = call(&["app.connection.applySetupCode", "--params", r#"{"setupCode":"x"}"#]);
+    assert!(
+        text(&pair).contains("only its owner does that") && text(&pair).contains("clawmcp node --pair"),
+        "{}",
+        text(&pair)
+    );
+    let found = call(&["app.search", "--params", r#"{"query":"sandbox"}"#]);
+    let found: Value = serde_json::from_slice(&found.stdout).unwrap();
+    let titles: Vec<&str> = found["results"].as_array().unwrap().iter().map(|r| r["title"].as_str().unwrap()).collect();
+    assert!(titles.contains(&"SystemRunSandbox.Enabled") && titles.len() <= 10, "{titles:?}");
     let config = call(&["app.config.get", "--params", r#"{"path":"NodeSystemRunEnabled"}"#]);
     assert_eq!(serde_json::from_slice::<Value>(&config.stdout).unwrap()["value"], false);
     drop(node);
