@@ -129,6 +129,11 @@ impl GatewayError {
         matches!(self, GatewayError::ConnectRejected { .. } | GatewayError::HandshakeClosed { .. })
     }
 
+    /// The `wss://` gateway's certificate is not the pinned one.
+    pub fn is_tls_pin_mismatch(&self) -> bool {
+        matches!(self, GatewayError::Connect { source, .. } if source.to_string().contains(crate::tls_pin::PIN_MISMATCH))
+    }
+
     /// `retryAfterMs` from a refused connect, the earliest the gateway wants to see us again.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -242,6 +247,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_refused_pin_is_recognised_through_the_tls_stack() {
+        let tls = |text: String| GatewayError::Connect {
+            url: "wss://127.0.0.1:1".into(),
+            source: Arc::new(tungstenite::Error::Tls(tungstenite::error::TlsError::Rustls(Box::new(
+                rustls::Error::General(text),
+            )))),
+        };
+        assert!(
+            tls(format!("{}: the certificate is ab, the pin is cd", crate::tls_pin::PIN_MISMATCH))
+                .is_tls_pin_mismatch()
+        );
+        assert!(!tls("something else".into()).is_tls_pin_mismatch());
+    }
 
     fn rejected(code: &str, retryable: Option<bool>) -> GatewayError {
         let mut error = ErrorShape::new(code, "nope");

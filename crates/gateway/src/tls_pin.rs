@@ -17,6 +17,9 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use sha2::{Digest, Sha256};
 
+/// How a refused pin reads in the connect error (the TLS stack carries our text).
+pub const PIN_MISMATCH: &str = "gateway TLS fingerprint mismatch";
+
 /// A certificate's SHA-256 fingerprint: 64 lowercase hex digits.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TlsFingerprint(String);
@@ -96,7 +99,7 @@ impl ServerCertVerifier for PinVerifier {
         match seen == self.pin {
             true => Ok(ServerCertVerified::assertion()),
             false => Err(rustls::Error::General(format!(
-                "gateway TLS fingerprint mismatch: the certificate is {seen}, the pin is {}",
+                "{PIN_MISMATCH}: the certificate is {seen}, the pin is {}",
                 self.pin
             ))),
         }

@@ -156,6 +156,14 @@ impl GatewayStatus {
         if let Some(request_id) = device_pairing_request(error) {
             return devices_approve(&request_id);
         }
+        if error.is_tls_pin_mismatch() {
+            return format!(
+                "the certificate the gateway at {} presents is not the pinned one: compare --gateway-tls-fingerprint \
+                 (GatewayTlsFingerprint in settings.json) with `openssl x509 -noout -fingerprint -sha256 -in \
+                 <its certificate>` on the gateway host; a new certificate needs a new pin (or a new setup code)",
+                self.url
+            );
+        }
         match error.detail_code() {
             Some("AUTH_TOKEN_MISMATCH" | "AUTH_TOKEN_MISSING") => format!(
                 "the gateway at {} refused the token: pass the gateway's `gateway.auth.token` with \
