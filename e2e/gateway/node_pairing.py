@@ -21,9 +21,11 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
                       settings.json has GatewayUrl and EnableNodeMode and no bootstrap token, no
                       token file, no pin; device-auth.json is 0600; the bootstrap token is in no file
   reuse-refused       the same (spent) code from another data dir: the gateway refuses it
-                      (bootstrap_token_invalid in its log); our status names the refusal and its
-                      hint says what to do about the code (not "is the gateway running?"); no
-                      crash, no tight retry loop (<= 10 refusals in ~10 s), never paired
+                      (bootstrap_token_invalid in its log); our status names the refusal
+                      (lastError); no crash, no tight retry loop (<= 10 refusals in ~10 s), never
+                      paired
+  hint-spent-code     that status's hint says to make a new setup code (not "is the gateway
+                      running? ... keeps retrying": a spent code never works again)
   reconnect-device-token  SIGTERM, then plain `clawmcp node --data-dir D --port P`: connected and
                       approved again with the saved device token only (no token file, no token in
                       the environment, the gateway saw no spent bootstrap token), invocable
@@ -37,10 +39,12 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
                       --gateway-tls-fingerprint <AA:BB:... as openssl prints it>: connected,
                       approved (node.pair.approve), node.invoke system.which answers
   tls-pin-wrong       --tls-fingerprint sha256:<another digest>: never connects, never listed by
-                      the gateway, `clawmcp node status --json` names a pin mismatch (lastError),
-                      and its hint, if any, points at the pin (not "is the gateway running?")
+                      the gateway, `clawmcp node status --json` names a pin mismatch (lastError)
+  hint-pin-mismatch   that status's hint points at the pin (not "is the gateway running?")
   tls-pin-ws          --gateway-tls-fingerprint with a ws:// URL: usage error (exit 2) naming wss
-  pair-tls-override   a pinned code minted by the TLS gateway, with an explicit wrong
+  tls-setup-code      the TLS gateway, told its wss:// URL and pin (gateway.remote), mints a node
+                      code carrying {url: wss://127.0.0.1:PORT, tlsFingerprint: <its pin>}
+  pair-tls-override   that pinned code, with an explicit wrong
                       --gateway-tls-fingerprint: the flag wins (pin mismatch) and the bootstrap
                       token is never sent (the code stays unused: setupStatus empty)
   pair-tls            the same pinned code alone: connected over wss with the code's pin, approved
@@ -239,6 +243,8 @@ class Suite:
         self.tls_code: dict[str, Any] = {}
         self.tls_paired: Node | None = None
         self.tls_paired_id = ""
+        self.reuse_status: dict[str, Any] = {}
+        self.mismatch_status: dict[str, Any] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
     def check(self, name: str, body: Callable[[], str | None], needs: tuple[str, ...] = ()) -> None:
@@ -415,8 +421,7 @@ class Suite:
             except Failed as err:
                 raise Failed(f"{err}; alive {node.alive()}, log tail: {node.log()[-800:]}") from None
             expect(status.get("state") != "connected", f"status says connected with a spent code: {status}")
-            hint = status.get("hint") or ""
-            expect("code" in hint.lower(), f"the hint does not say what to do about the code: {hint!r}")
+            self.reuse_status = status
             # Watch it a little longer: it must neither crash nor hammer the gateway with the spent code.
             time.sleep(max(0.0, 10 - (time.monotonic() - first_refusal)))
             crashed = node.crashed()
@@ -430,8 +435,8 @@ class Suite:
             running = node.alive()
             code = node.sigterm() if running else node.process.returncode
             expect(code in (0, 1, 2), f"ours exited {code}")
-            return (f"gateway: bootstrap_token_invalid ×{attempts}; ours: lastError {status.get('lastError')!r}, "
-                    f"hint {hint!r}; {'still running, SIGTERM ->' if running else 'exited'} {code}")
+            return (f"gateway: bootstrap_token_invalid ×{attempts}; ours: lastError {status.get('lastError')!r}; "
+                    f"{'still running, SIGTERM ->' if running else 'exited'} {code}")
         finally:
             node.stop()
 
@@ -551,10 +556,6 @@ class Suite:
         except Failed as err:
             raise Failed(f"{err}; log tail: {node.log()[-800:]}") from None
         expect(status.get("state") != "connected", f"connected despite the wrong pin: {status}")
-        # The hint is what an operator acts on: a pin mismatch is not "is the gateway running?".
-        hint = status.get("hint") or ""
-        expect(not hint or "fingerprint" in hint.lower() or "pin" in hint.lower(),
-               f"the hint does not point at the pin: {hint!r} (lastError {status.get('lastError')!r})")
         time.sleep(3)  # a retry or two later, it must still be outside
         entry = self.node_entry(gateway, name=name)
         expect(entry is None, f"the gateway lists a node that pinned the wrong certificate: {entry}")
@@ -569,7 +570,8 @@ class Suite:
                      "--tls-fingerprint", f"sha256:{other_digest(self.fp)}", "--name", name])
         try:
             status = self.expect_pin_mismatch(node, self.tls, name)
-            return f"never connected; lastError {status.get('lastError')!r}; hint {status.get('hint')!r}"
+            self.mismatch_status = status
+            return f"never connected; lastError {status.get('lastError')!r}"
         finally:
             node.stop()
 
@@ -583,7 +585,23 @@ class Suite:
         expect(not (data / "settings.json").exists(), "settings.json was written by a usage error")
         return f"exit 2: {output.splitlines()[-1][:160]!r}"
 
-    def pair_tls_override(self) -> str:
+    def hint_spent_code(self) -> str:
+        # The hint is what an operator acts on: a spent code needs a new code, and retrying (or
+        # checking that the gateway runs) never helps.
+        hint = self.reuse_status.get("hint") or ""
+        expect("code" in hint.lower() and "keeps retrying" not in hint.lower(),
+               f"the hint for a spent setup code does not say to make a new one: {hint!r} "
+               f"(lastError {self.reuse_status.get('lastError')!r})")
+        return repr(hint)
+
+    def hint_pin_mismatch(self) -> str:
+        hint = self.mismatch_status.get("hint") or ""
+        expect("fingerprint" in hint.lower() or "pin" in hint.lower(),
+               f"the hint for a TLS pin mismatch does not point at the pin: {hint!r} "
+               f"(lastError {self.mismatch_status.get('lastError')!r})")
+        return repr(hint)
+
+    def tls_setup_code(self) -> str:
         # The operator side: the gateway advertises its wss:// URL with the certificate's pin
         # (gateway.remote.url + gateway.remote.tlsFingerprint, hot-reloaded).
         config_path = self.tls.root / "state" / "openclaw.json"
@@ -596,6 +614,10 @@ class Suite:
         expect(payload.get("url") == self.tls.url and payload.get("tlsFingerprint") == self.fp,
                f"the pinned code's payload: { {k: v for k, v in payload.items() if k != 'bootstrapToken'} }")
         self.tls_code = code
+        return f"urlSource gateway.remote.url; payload url {payload['url']}, tlsFingerprint {payload['tlsFingerprint'][:16]}…"
+
+    def pair_tls_override(self) -> str:
+        code = self.tls_code
         name = "clawmcp-e2e-tls-override"
         node = Node(self, "tls-override", self.data_dir("tls-override"), free_port(),
                     ["--pair", f"oc-pair://{code['setupCode']}", "--gateway-tls-fingerprint", other_digest(self.fp),
@@ -652,14 +674,18 @@ class Suite:
             self.check("setup-code", self.setup_code)
             self.check("pair", self.pair, ("setup-code",))
             self.check("reuse-refused", self.reuse_refused, ("pair",))
+            self.check("hint-spent-code", self.hint_spent_code, ("reuse-refused",))
             self.check("reconnect-device-token", self.reconnect_device_token, ("pair",))
             self.check("pair-url-override", self.pair_url_override)
             self.check("bad-code", self.bad_code)
             self.check("tls-pin", self.tls_pin)
             self.check("tls-pin-wrong", self.tls_pin_wrong)
+            self.check("hint-pin-mismatch", self.hint_pin_mismatch, ("tls-pin-wrong",))
             self.check("tls-pin-ws", self.tls_pin_ws)
-            self.check("pair-tls-override", self.pair_tls_override)
-            self.check("pair-tls", self.pair_tls, ("pair-tls-override",))
+            self.check("tls-setup-code", self.tls_setup_code)
+            # The override runs first: it must leave the code unused for pair-tls.
+            self.check("pair-tls-override", self.pair_tls_override, ("tls-setup-code",))
+            self.check("pair-tls", self.pair_tls, ("tls-setup-code",))
             self.check("pair-tls-reconnect", self.pair_tls_reconnect, ("pair-tls",))
         finally:
             for node in self.nodes:
