@@ -17,7 +17,8 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
                       is {url, bootstrapToken, expiresAtMs} and matches the answer
   pair                `clawmcp node --pair oc-pair://<code>` (no token, no URL): connected and
                       approved with no approve call (device.pair.list approvedVia bootstrap,
-                      device.pair.setupStatus names our device), invocable (system.which);
+                      device.pair.setupStatus names our device), invocable (system.which), its
+                      plugin tools published despite the refusal right after the approval;
                       settings.json has GatewayUrl and EnableNodeMode and no bootstrap token, no
                       token file, no pin; device-auth.json is 0600; the bootstrap token is in no file
   reuse-refused       the same (spent) code from another data dir: the gateway refuses it
@@ -387,6 +388,12 @@ class Suite:
         completion = (self.setup_status(self.gateway, self.code["setupId"]).get("completion") or {})
         expect(completion.get("deviceId") == self.paired_id, f"device.pair.setupStatus: {completion}")
         self.invoke_which(self.gateway, self.paired_id)
+        # Right after a bootstrap approval the gateway refuses node.pluginTools.update once
+        # (UNAVAILABLE "node pairing changed before request dispatch"); ours must offer them again.
+        tools = wait_for("our plugin tools in node.list after the bootstrap approval",
+                         lambda: [t.get("name") for t in (self.node_entry(self.gateway, node_id=self.paired_id) or {})
+                                  .get("nodePluginTools") or []], 30)
+        expect("device_info" in tools, f"nodePluginTools {tools}")
         settings = self.settings(data)
         expect(settings.get("GatewayUrl") == self.gateway.url and settings.get("EnableNodeMode") is True,
                f"settings.json {settings}")
@@ -396,7 +403,8 @@ class Suite:
         mode = self.device_auth_private(data)
         self.expect_no_secret([data, node.home], self.code["payload"]["bootstrapToken"], "the bootstrap token")
         self.expect_no_secret([data, node.home], self.gateway.token_file.read_text().strip(), "the gateway's shared token")
-        return (f"node {self.paired_id[:12]}… approved via bootstrap (no approve call), invocable; settings "
+        return (f"node {self.paired_id[:12]}… approved via bootstrap (no approve call), invocable, "
+                f"{len(tools)} plugin tools published; settings "
                 f"{json.dumps(settings, sort_keys=True)}; device-auth.json {mode}")
 
     def reuse_refused(self) -> str:
