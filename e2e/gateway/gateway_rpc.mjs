@@ -10,7 +10,10 @@
 //
 // Usage:
 //   node gateway_rpc.mjs --openclaw-pkg DIR --url ws://127.0.0.1:PORT --token-file FILE
-//        [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] METHOD [PARAMS_JSON]
+//        [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] [--tls-fingerprint SHA256] METHOD [PARAMS_JSON]
+// --tls-fingerprint: for a wss:// URL (start.sh --tls), the gateway's leaf certificate must have
+// this SHA-256 (hex, colons optional); it is self-signed, so CA verification is off and the pin,
+// checked on the upgrade before any frame is sent, is the only trust.
 // In PARAMS_JSON every "{i}" is replaced by the call index (0..N-1), so repeated calls can
 // carry unique texts / idempotency keys.
 // Output: count 1 -> the response payload as JSON on stdout; count > 1 -> one summary line
@@ -33,8 +36,8 @@ import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
 
 const USAGE =
-  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] METHOD [PARAMS_JSON]\n" +
-  "       gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE --session [--caps CAP,...] [--timeout-ms MS]";
+  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] [--tls-fingerprint SHA256] METHOD [PARAMS_JSON]\n" +
+  "       gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE --session [--caps CAP,...] [--timeout-ms MS] [--tls-fingerprint SHA256]";
 const MAX_COUNT = 100000;
 const MAX_IN_FLIGHT = 64;
 
@@ -60,6 +63,7 @@ function parseArgs(argv) {
     else if (arg === "--caps") opts.caps = value().split(",").filter(Boolean);
     else if (arg === "--in-flight") opts.inFlight = Number(value());
     else if (arg === "--timeout-ms") opts.timeoutMs = Number(value());
+    else if (arg === "--tls-fingerprint") opts.tlsFingerprint = value();
     else if (arg.startsWith("--")) fail(`unknown option ${arg}\n${USAGE}`);
     else opts.positional.push(arg);
   }
@@ -70,7 +74,13 @@ function parseArgs(argv) {
   if (!Number.isInteger(opts.inFlight) || opts.inFlight < 1 || opts.inFlight > MAX_IN_FLIGHT)
     fail(`--in-flight must be 1..${MAX_IN_FLIGHT}`);
   if (!Number.isInteger(opts.timeoutMs) || opts.timeoutMs < 1) fail("--timeout-ms must be a positive integer");
-  const host = new URL(opts.url).hostname;
+  const parsedUrl = new URL(opts.url);
+  const host = parsedUrl.hostname;
+  if (parsedUrl.protocol === "wss:") {
+    const pin = normalizeFingerprint(opts.tlsFingerprint);
+    if (!pin) fail("a wss:// URL needs --tls-fingerprint (64 hex digits, colons optional)");
+    opts.tlsFingerprint = pin;
+  } else if (opts.tlsFingerprint !== undefined) fail("--tls-fingerprint needs a wss:// URL");
   if (!["127.0.0.1", "localhost", "[::1]", "::1"].includes(host)) fail(`refusing non-loopback gateway URL ${opts.url}`);
   if (opts.session) return opts;
   [opts.method, opts.paramsTemplate] = [opts.positional[0], opts.positional[1] ?? "{}"];
@@ -82,6 +92,11 @@ function parseArgs(argv) {
   return opts;
 }
 
+function normalizeFingerprint(value) {
+  const hex = String(value ?? "").trim().replace(/^sha256:/i, "").replaceAll(":", "").toLowerCase();
+  return /^[0-9a-f]{64}$/.test(hex) ? hex : "";
+}
+
 const opts = parseArgs(process.argv.slice(2));
 const WebSocket = createRequire(path.join(path.resolve(opts.pkg), "package.json"))("ws");
 const token = fs.readFileSync(opts.tokenFile, "utf8").trim();
@@ -91,7 +106,16 @@ const deadline = setTimeout(() => fail(`timed out after ${opts.timeoutMs} ms`), 
 const pending = new Map(); // request id -> {resolve}
 let sessionOpen = false; // --session: after the handshake every res/event frame goes to stdout
 const emit = (line) => process.stdout.write(JSON.stringify(line) + "\n");
-const ws = new WebSocket(opts.url, { maxPayload: 26214400 });
+const ws = new WebSocket(opts.url, { maxPayload: 26214400, ...(opts.tlsFingerprint ? { rejectUnauthorized: false } : {}) });
+if (opts.tlsFingerprint) {
+  ws.on("upgrade", (res) => {
+    const seen = normalizeFingerprint(res.socket.getPeerCertificate?.()?.fingerprint256);
+    if (seen !== opts.tlsFingerprint) {
+      ws.terminate();
+      fail(`TLS pin mismatch: the gateway's certificate is sha256 ${seen || "(none)"}, pinned ${opts.tlsFingerprint}`);
+    }
+  });
+}
 ws.on("error", (err) => fail(`websocket error: ${err.message}`));
 ws.on("close", (code, reason) => {
   if (pending.size > 0) fail(`gateway closed the socket (${code} ${reason}) with ${pending.size} request(s) pending`);

@@ -35,6 +35,8 @@ class Gateway:
     openclaw_version: str
     pid: int
     log: Path
+    # start.sh --tls: the wss:// gateway's leaf SHA-256, the only trust gateway_rpc.mjs gives it.
+    tls_fingerprint: str | None = None
 
     @classmethod
     def from_env_file(cls, path: Path) -> Gateway:
@@ -54,6 +56,7 @@ class Gateway:
                 openclaw_version=values["CLAWMCP_GW_OPENCLAW_VERSION"],
                 pid=int(values["CLAWMCP_GW_PID"]),
                 log=Path(values["CLAWMCP_GW_LOG"]),
+                tls_fingerprint=values.get("CLAWMCP_GW_TLS_FINGERPRINT") or None,
             )
         except KeyError as missing:
             raise SystemExit(f"{path} lacks {missing}; was it written by e2e/gateway/start.sh?") from None
@@ -89,6 +92,7 @@ class Gateway:
             "--timeout-ms",
             str(timeout_s * 1000),
             *(["--latencies"] if latencies else []),
+            *(["--tls-fingerprint", self.tls_fingerprint] if self.tls_fingerprint else []),
             method,
             json.dumps(params),
         ]

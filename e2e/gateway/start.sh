@@ -2,7 +2,7 @@
 # Start the REAL OpenClaw gateway (installed by install.sh) in the background on 127.0.0.1,
 # token auth, in a throwaway state dir, with no model provider, no channels and no plugins.
 #
-# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC] [--restart] [--with-node]
+# Usage: e2e/gateway/start.sh [--port N] [--root DIR] [--seed] [--timeout SEC] [--restart] [--with-node] [--tls]
 #   --port     gateway port (default: a free port; must be free)
 #   --root     harness dir to create (default: mktemp -d /tmp/clawmcp-gateway.XXXXXX); must
 #              not hold a previous run
@@ -16,16 +16,24 @@
 #              "clawmcp-e2e-node-host"; approve its pending command surface (node.pair.approve)
 #              and prove it with node.invoke system.which {"bins":["sh"]}. With --restart: the
 #              same node host identity again (already approved). stop.sh stops it by PID first.
+#   --tls      serve TLS on the same loopback port (gateway.tls with a self-signed certificate
+#              for CN/SAN 127.0.0.1 made here with openssl into $ROOT/tls, not the gateway's
+#              auto-generated one, so its SHA-256 is known before the gateway starts): the URL is
+#              wss://127.0.0.1:PORT, /health is read over https, the node host (--with-node) gets
+#              --tls --tls-fingerprint. With --restart: implied when the first run had it.
 # Environment: CLAWMCP_GW_PREFIX / CLAWMCP_E2E_CACHE (where install.sh put OpenClaw).
 #
 # stdout: only KEY=VALUE lines (also written to $ROOT/gateway.env), for `eval` or `source`:
-#   CLAWMCP_GW_PID, CLAWMCP_GW_PID_START, CLAWMCP_GW_PORT, CLAWMCP_GW_URL (ws://127.0.0.1:PORT),
+#   CLAWMCP_GW_PID, CLAWMCP_GW_PID_START, CLAWMCP_GW_PORT, CLAWMCP_GW_URL (ws://127.0.0.1:PORT, --tls: wss://),
 #   CLAWMCP_GW_HTTP_URL, CLAWMCP_GW_TOKEN_FILE, CLAWMCP_GW_ROOT, CLAWMCP_GW_STATE_DIR,
 #   CLAWMCP_GW_LOG, CLAWMCP_GW_NODE, CLAWMCP_GW_OPENCLAW_PKG, CLAWMCP_GW_OPENCLAW_ENTRY,
 #   CLAWMCP_GW_OPENCLAW_VERSION, CLAWMCP_GW_SEEDED (0|1), CLAWMCP_GW_SEEDED_SESSION_KEY,
 #   CLAWMCP_GW_READY_MS (spawn -> ready); with --with-node also CLAWMCP_GW_NODE_HOST_PID,
 #   CLAWMCP_GW_NODE_HOST_PID_START, CLAWMCP_GW_NODE_HOST_ID (its nodeId), CLAWMCP_GW_NODE_HOST_NAME,
-#   CLAWMCP_GW_NODE_HOST_LOG, CLAWMCP_GW_NODE_HOST_READY_MS (spawn -> approved and invocable).
+#   CLAWMCP_GW_NODE_HOST_LOG, CLAWMCP_GW_NODE_HOST_READY_MS (spawn -> approved and invocable);
+#   with --tls also CLAWMCP_GW_TLS_FINGERPRINT (the leaf's SHA-256: 64 lowercase hex digits, no
+#   colons, the gateway's own canonical form) and CLAWMCP_GW_TLS_CERT (its PEM); the URLs are
+#   wss:// and https://.
 # The token is only in the 0600 token file and the 0600 config, never on stdout or argv.
 # Readiness: TCP accept, GET /health -> "live", the "[gateway] ready" log line, and every
 # listening socket of the gateway's process tree on a loopback address.
@@ -38,7 +46,7 @@ E2E_LOG_TAG=gateway-start
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
 source "$HERE/../lib/common.sh"
 
-PORT="" ROOT="" SEED=0 TIMEOUT=180 RESTART=0 WITH_NODE=0
+PORT="" ROOT="" SEED=0 TIMEOUT=180 RESTART=0 WITH_NODE=0 TLS=0
 while (($#)); do
   case "$1" in
     --port)
@@ -59,6 +67,10 @@ while (($#)); do
       ;;
     --with-node)
       WITH_NODE=1
+      shift
+      ;;
+    --tls)
+      TLS=1
       shift
       ;;
     --timeout)
@@ -114,7 +126,10 @@ if ((RESTART)); then
   fi
   ((SEED)) && e2e_die "--restart keeps the state; --seed does not apply"
   PORT="$(sed -n 's/^CLAWMCP_GW_PORT=//p' "$ROOT/gateway.env")"
+  # The config still has gateway.tls; the URLs must say so again.
+  grep -q '^CLAWMCP_GW_TLS_FINGERPRINT=' "$ROOT/gateway.env" && TLS=1
 fi
+((TLS)) && e2e_require openssl
 [[ -n "$PORT" ]] || PORT="$(e2e_free_port)"
 port_accepts "$PORT" && e2e_die "127.0.0.1:$PORT already accepts connections; pick another --port"
 
@@ -135,6 +150,18 @@ if ((RESTART)); then
 else
 TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s' "$TOKEN" >"$TOKEN_FILE"
+TLS_JSON=""
+if ((TLS)); then
+  # Our own certificate, not gateway.tls.autoGenerate: its fingerprint is then known here (and
+  # to clients) before the gateway starts, and the SAN names the one address clients dial. It
+  # chains to no CA root, which is the point: only a pinned client can accept it.
+  mkdir -p "$ROOT/tls"
+  openssl req -x509 -newkey rsa:2048 -sha256 -days 30 -nodes -keyout "$ROOT/tls/gateway-key.pem" \
+    -out "$ROOT/tls/gateway-cert.pem" -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
+    >"$LOGS/openssl.log" 2>&1 || e2e_die "openssl could not make the TLS certificate: $(tail -n 5 "$LOGS/openssl.log")"
+  TLS_JSON=",
+    \"tls\": { \"enabled\": true, \"autoGenerate\": false, \"certPath\": \"$ROOT/tls/gateway-cert.pem\", \"keyPath\": \"$ROOT/tls/gateway-key.pem\" }"
+fi
 # The gateway reads its token from the config (gateway.auth.token); the file is for clients.
 cat >"$CONFIG" <<JSON
 {
@@ -144,7 +171,7 @@ cat >"$CONFIG" <<JSON
     "bind": "loopback",
     "auth": { "mode": "token", "token": "$TOKEN" },
     "tailscale": { "mode": "off" },
-    "controlUi": { "enabled": false }
+    "controlUi": { "enabled": false }$TLS_JSON
   },
   "agents": { "defaults": { "heartbeat": { "every": "0m" } } },
   "plugins": { "enabled": false },
@@ -152,6 +179,20 @@ cat >"$CONFIG" <<JSON
 }
 JSON
 unset TOKEN
+fi
+
+WS_SCHEME=ws HTTP_SCHEME=http TLS_FP="" TLS_CERT="$ROOT/tls/gateway-cert.pem"
+CURL_TLS=() RPC_TLS=() NODE_HOST_TLS=()
+if ((TLS)); then
+  [[ -f "$TLS_CERT" ]] || e2e_die "--tls: $TLS_CERT is missing"
+  TLS_FP="$(openssl x509 -in "$TLS_CERT" -noout -fingerprint -sha256 | sed 's/^[^=]*=//; s/://g' | tr 'A-F' 'a-f')"
+  [[ "$TLS_FP" =~ ^[0-9a-f]{64}$ ]] || e2e_die "--tls: could not read the SHA-256 of $TLS_CERT (got '$TLS_FP')"
+  WS_SCHEME=wss HTTP_SCHEME=https
+  # curl trusts exactly this certificate (it is its own CA; the SAN is 127.0.0.1), so "live"
+  # also proves the gateway serves our certificate.
+  CURL_TLS=(--cacert "$TLS_CERT")
+  RPC_TLS=(--tls-fingerprint "$TLS_FP")
+  NODE_HOST_TLS=(--tls --tls-fingerprint "$TLS_FP")
 fi
 
 # Clean environment: nothing inherited may point OpenClaw at ~/.openclaw or a real gateway.
@@ -202,9 +243,9 @@ until tr '\0' ' ' <"/proc/$GW_PID/cmdline" 2>/dev/null | grep -q -- "openclaw.mj
   ((SECONDS < deadline)) || fail "pid $GW_PID never became the gateway process"
   sleep 0.05
 done
-until port_accepts "$PORT" && curl -fsS -m 5 "http://127.0.0.1:$PORT/health" 2>/dev/null | grep -q '"live"'; do
+until port_accepts "$PORT" && curl -fsS -m 5 "${CURL_TLS[@]}" "$HTTP_SCHEME://127.0.0.1:$PORT/health" 2>/dev/null | grep -q '"live"'; do
   alive || fail "the gateway exited during startup"
-  ((SECONDS < deadline)) || fail "no live /health on 127.0.0.1:$PORT within ${TIMEOUT}s"
+  ((SECONDS < deadline)) || fail "no live /health on $HTTP_SCHEME://127.0.0.1:$PORT within ${TIMEOUT}s"
   sleep 0.2
 done
 # "[gateway] ready" comes after the sidecars start; RPCs before it may be refused with 1013.
@@ -238,7 +279,7 @@ if ((WITH_NODE)); then
   }
   rpc() { # METHOD [PARAMS_JSON]: one gateway call as the loopback cli operator; the payload on stdout
     env -i "${GW_ENV[@]:0:2}" timeout 60 "$NODE" "$HERE/gateway_rpc.mjs" --openclaw-pkg "$CLAWMCP_GW_OPENCLAW_PKG" \
-      --url "ws://127.0.0.1:$PORT" --token-file "$TOKEN_FILE" --timeout-ms 30000 "$@"
+      --url "$WS_SCHEME://127.0.0.1:$PORT" "${RPC_TLS[@]}" --token-file "$TOKEN_FILE" --timeout-ms 30000 "$@"
   }
   # node.list entry of ours as "approvalState nodeId pendingRequestId" (only once it is connected).
   node_entry() {
@@ -252,7 +293,7 @@ for n in json.load(sys.stdin).get("nodes", []):
   T_NODE0="$(now_ms)"
   e2e_log "starting the real node host ($NODE_HOST_NAME, state $NODE_HOST_DIR)"
   (cd "$NODE_HOST_DIR" && exec env -i "${NODE_HOST_ENV[@]}" setsid "$NODE" "$ENTRY" node run --host 127.0.0.1 \
-    --port "$PORT" --display-name "$NODE_HOST_NAME") >"$NODE_HOST_LOG" 2>&1 </dev/null &
+    --port "$PORT" "${NODE_HOST_TLS[@]}" --display-name "$NODE_HOST_NAME") >"$NODE_HOST_LOG" 2>&1 </dev/null &
   NODE_HOST_PID=$!
   NODE_HOST_START="$(e2e_proc_start "$NODE_HOST_PID")"
   echo "$NODE_HOST_PID" >"$ROOT/node-host.pid"
@@ -297,8 +338,12 @@ fi
   echo "CLAWMCP_GW_PID=$GW_PID"
   echo "CLAWMCP_GW_PID_START=$GW_START"
   echo "CLAWMCP_GW_PORT=$PORT"
-  echo "CLAWMCP_GW_URL=ws://127.0.0.1:$PORT"
-  echo "CLAWMCP_GW_HTTP_URL=http://127.0.0.1:$PORT"
+  echo "CLAWMCP_GW_URL=$WS_SCHEME://127.0.0.1:$PORT"
+  echo "CLAWMCP_GW_HTTP_URL=$HTTP_SCHEME://127.0.0.1:$PORT"
+  if ((TLS)); then
+    echo "CLAWMCP_GW_TLS_FINGERPRINT=$TLS_FP"
+    echo "CLAWMCP_GW_TLS_CERT=$TLS_CERT"
+  fi
   echo "CLAWMCP_GW_TOKEN_FILE=$TOKEN_FILE"
   echo "CLAWMCP_GW_ROOT=$ROOT"
   echo "CLAWMCP_GW_STATE_DIR=$STATE"
