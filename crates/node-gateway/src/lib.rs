@@ -150,6 +150,14 @@ impl NodeLink {
         self.shared.status.subscribe()
     }
 
+    /// Whether the commands this link declared at connect are still what the registry serves
+    /// the gateway through the filter. The gateway learns a command surface only in `connect`, so
+    /// when a switch changes it (system.run off, a capability on) the link must connect again.
+    pub fn declares_current_surface(&self) -> bool {
+        let now = served_commands(&self.shared.registry, &self.shared.filter);
+        now.iter().map(Command::name).eq(self.shared.served.iter().map(Command::name))
+    }
+
     /// The gateway client (for requests of the node's own, and tests).
     pub fn client(&self) -> &GatewayClient {
         &self.shared.client

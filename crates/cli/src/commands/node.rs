@@ -304,36 +304,45 @@ impl Transports {
         if changed {
             self.report();
         }
+        // The gateway learns the command surface only at connect: a switch that changed it
+        // (system.run off, a capability on) means connecting again to declare it.
+        if self.link.as_ref().is_some_and(|link| !link.declares_current_surface())
+            && let Err(error) = self.rejoin("the command surface changed").await
+        {
+            tracing::warn!("{error}");
+        }
     }
 
     /// What an `app.*` tool asked for.
     async fn obey(&mut self, control: node_app::Control) {
         match control {
             node_app::Control::ReconnectGateway { reply } => {
-                let answer = match self.link.take() {
-                    None => {
-                        Err("gateway node mode is off: nothing to reconnect (`clawmcp settings set EnableNodeMode \
-                                 true` joins the saved gateway)"
-                            .to_owned())
-                    }
-                    Some(link) => {
-                        link.close().await;
-                        let settings = Settings::load(&self.data.settings_path()).unwrap_or_default();
-                        match gateway_link_config(&self.gateway_args, &settings, &self.data, self.filter.clone()) {
-                            Ok(config) => {
-                                let note = format!("reconnecting to {} as node `{}`", config.url, config.display_name);
-                                self.link = Some(NodeLink::start(config, self.registry.clone()));
-                                output::note(&format!("clawmcp node: {note} (app.connection.reconnect)"));
-                                Ok(note)
-                            }
-                            Err(error) => Err(format!("left the gateway but cannot join it again: {error:#}")),
-                        }
-                    }
-                };
-                self.report();
+                let answer = self.rejoin("app.connection.reconnect").await;
                 let _ = reply.send(answer);
             }
         }
+    }
+
+    /// Leaves the gateway and joins it again (a new handshake, the device token kept).
+    async fn rejoin(&mut self, why: &str) -> Result<String, String> {
+        let Some(link) = self.link.take() else {
+            return Err("gateway node mode is off: nothing to reconnect (`clawmcp settings set EnableNodeMode true` \
+                        joins the saved gateway)"
+                .to_owned());
+        };
+        link.close().await;
+        let settings = Settings::load(&self.data.settings_path()).unwrap_or_default();
+        let answer = match gateway_link_config(&self.gateway_args, &settings, &self.data, self.filter.clone()) {
+            Ok(config) => {
+                let note = format!("reconnecting to {} as node `{}`", config.url, config.display_name);
+                self.link = Some(NodeLink::start(config, self.registry.clone()));
+                output::note(&format!("clawmcp node: {note} ({why})"));
+                Ok(note)
+            }
+            Err(error) => Err(format!("left the gateway but cannot join it again: {error:#}")),
+        };
+        self.report();
+        answer
     }
 
     async fn stop(mut self) {

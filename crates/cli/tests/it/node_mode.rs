@@ -447,3 +447,29 @@ fn a_bad_setup_code_or_a_pin_on_plaintext_is_a_usage_error_and_nothing_is_saved(
         assert!(!sandbox.settings_path().exists(), "{flags:?}: nothing saved");
     }
 }
+
+#[test]
+fn a_switch_that_changes_the_command_surface_declares_it_again() {
+    let (runtime, fake) = gateway();
+    let sandbox = Sandbox::new();
+    let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
+    let url = fake.url();
+    let node = Node::start_with(&sandbox, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
+        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file);
+    });
+    runtime.block_on(fake.wait_for_handshakes(1));
+    let declared = |connect: &Value| connect["commands"].as_array().unwrap().contains(&json!("system.run"));
+    assert!(declared(&fake.requests("connect")[0]));
+    sandbox
+        .clawmcp(["settings", "--data-dir"])
+        .arg(sandbox.data())
+        .args(["set", "NodeSystemRunEnabled", "false"])
+        .assert()
+        .success();
+    runtime.block_on(fake.wait_for_handshakes(2));
+    let again = fake.requests("connect").pop().unwrap();
+    assert!(!declared(&again), "system.run is no longer declared: {again}");
+    assert!(again["commands"].as_array().unwrap().contains(&json!("system.which")));
+    drop(node);
+}
