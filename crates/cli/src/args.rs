@@ -288,6 +288,8 @@ pub enum SettingKey {
     EnableMcpServer,
     /// Serve system.run and system.run.prepare.
     NodeSystemRunEnabled,
+    /// Serve screen.snapshot (off by default: a capture shows whatever is on the screen).
+    NodeScreenEnabled,
     /// Contain every system.run (Landlock, namespaces, resource limits).
     #[value(name = "SystemRunSandbox.Enabled")]
     SandboxEnabled,

@@ -14,8 +14,11 @@ pub mod capability;
 mod command_text;
 pub mod device;
 pub mod registry;
+pub mod screen;
 pub mod settings;
 pub mod system;
+#[cfg(test)]
+mod test_support;
 
 pub use capability::{Caller, Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
 pub use registry::{LocalMethods, NodeMcpService, Registry};

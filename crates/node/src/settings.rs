@@ -112,6 +112,10 @@ pub struct Settings {
     /// The "Run system tools" permission: off removes `system.run`/`system.run.prepare`.
     #[serde(default = "yes")]
     pub node_system_run_enabled: bool,
+    /// The "Screen" permission: `screen.snapshot` is served only while it is on (off by default:
+    /// a capture shows whatever is on the screen).
+    #[serde(default)]
+    pub node_screen_enabled: bool,
     /// The optional Linux containment of `system.run` (off by default).
     #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
     pub system_run_sandbox: SandboxSettings,
@@ -151,6 +155,7 @@ impl Default for Settings {
             enable_node_mode: false,
             enable_mcp_server: true,
             node_system_run_enabled: true,
+            node_screen_enabled: false,
             system_run_sandbox: SandboxSettings::default(),
             gateway_url: None,
             gateway_token_file: None,
@@ -240,6 +245,8 @@ impl Settings {
         let (sandbox, next) = (&self.system_run_sandbox, &after.system_run_sandbox);
         if turned_on(self.node_system_run_enabled, after.node_system_run_enabled) {
             Some("NodeSystemRunEnabled")
+        } else if turned_on(self.node_screen_enabled, after.node_screen_enabled) {
+            Some("NodeScreenEnabled")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
             Some("EnableNodeMode")
         } else if turned_on(self.enable_mcp_server, after.enable_mcp_server) {
@@ -573,7 +580,8 @@ mod widening_tests {
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 11] = [
+        let cases: [(&str, Change, Change); 12] = [
+            ("NodeScreenEnabled", |_| {}, |s| s.node_screen_enabled = true),
             ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
             ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
             ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),

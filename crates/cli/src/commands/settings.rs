@@ -43,6 +43,7 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
         SettingKey::EnableNodeMode => settings.enable_node_mode = switch(value)?,
         SettingKey::EnableMcpServer => settings.enable_mcp_server = switch(value)?,
         SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled = switch(value)?,
+        SettingKey::NodeScreenEnabled => settings.node_screen_enabled = switch(value)?,
         SettingKey::SandboxEnabled => sandbox.enabled = switch(value)?,
         SettingKey::SandboxNetwork => sandbox.network = switch(value)?,
         SettingKey::SandboxWritablePaths => {
@@ -62,6 +63,7 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::EnableNodeMode => settings.enable_node_mode.into(),
         SettingKey::EnableMcpServer => settings.enable_mcp_server.into(),
         SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled.into(),
+        SettingKey::NodeScreenEnabled => settings.node_screen_enabled.into(),
         SettingKey::SandboxEnabled => sandbox.enabled.into(),
         SettingKey::SandboxNetwork => sandbox.network.into(),
         SettingKey::SandboxWritablePaths => {

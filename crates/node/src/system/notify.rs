@@ -309,17 +309,12 @@ mod tests {
     //! The delivery tests run a real notification daemon (dunst on Xvfb) on a private session bus
     //! and read back what it received; the failure tests build each broken setup for real.
 
-    use std::fs::File;
-    use std::io::{BufRead, BufReader};
     use std::os::unix::net::UnixListener;
     use std::path::Path;
-    use std::process::{Child, Command, Stdio};
-    use std::sync::mpsc;
+    use std::process::Command;
 
     use super::*;
-
-    /// How long a helper process may take to report readiness before the test gives up on it.
-    const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
+    use crate::test_support::{STARTUP_DEADLINE, Spawned, require, xvfb};
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().expect("an object").clone()
@@ -329,68 +324,6 @@ mod tests {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).expect("random bytes");
         bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    /// Fails (never skips) when a tool the test needs is missing, naming the package to install.
-    fn require(binary: &str, package: &str) {
-        let on_path = std::env::var_os("PATH")
-            .map(|path| std::env::split_paths(&path).any(|dir| dir.join(binary).is_file()))
-            .unwrap_or(false);
-        assert!(
-            on_path,
-            "`{binary}` is not installed; this test needs the Debian package `{package}` \
-             (apt-get install -y --no-install-recommends {package})"
-        );
-    }
-
-    /// A process a test started: killed by its PID and reaped when the guard drops, whatever
-    /// way the test ends.
-    struct Spawned {
-        name: &'static str,
-        child: Child,
-        stderr_path: PathBuf,
-    }
-
-    impl Spawned {
-        fn start(name: &'static str, package: &str, command: &mut Command, dir: &Path) -> Spawned {
-            require(name, package);
-            let stderr_path = dir.join(format!("{name}.stderr"));
-            let stderr = File::create(&stderr_path).expect("create stderr log");
-            let child = command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(stderr)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-            Spawned { name, child, stderr_path }
-        }
-
-        fn stderr(&self) -> String {
-            std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
-        }
-
-        /// The first stdout line, which is how dbus-daemon (`--print-address`) and Xvfb
-        /// (`-displayfd 1`) announce that they are ready.
-        fn ready_line(&mut self) -> String {
-            let stdout = self.child.stdout.take().expect("stdout is piped");
-            let (sender, receiver) = mpsc::channel();
-            std::thread::spawn(move || {
-                let mut line = String::new();
-                let _ = BufReader::new(stdout).read_line(&mut line);
-                let _ = sender.send(line);
-            });
-            match receiver.recv_timeout(STARTUP_DEADLINE) {
-                Ok(line) if !line.trim().is_empty() => line.trim().to_string(),
-                _ => panic!("{} did not report readiness; stderr:\n{}", self.name, self.stderr()),
-            }
-        }
-    }
-
-    impl Drop for Spawned {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 
     /// A private session bus on a socket in `dir`: everything allowed, and service activation
@@ -427,27 +360,6 @@ mod tests {
         let address = bus.ready_line();
         let address = Address::from_str(&address).unwrap_or_else(|e| panic!("dbus-daemon printed {address:?}: {e}"));
         (bus, address)
-    }
-
-    /// An X server on a display it picks itself (`-displayfd`), so parallel tests never collide.
-    fn xvfb(dir: &Path) -> (Spawned, String) {
-        let mut server = Spawned::start(
-            "Xvfb",
-            "xvfb",
-            Command::new("Xvfb").args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "640x480x24",
-                "-nolisten",
-                "tcp",
-                "-noreset",
-            ]),
-            dir,
-        );
-        let display = format!(":{}", server.ready_line());
-        (server, display)
     }
 
     /// dunst on `display`, serving the bus at `address`; returns once it owns the service name.

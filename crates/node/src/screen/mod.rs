@@ -1,0 +1,294 @@
+//! `screen.snapshot`: one monitor's pixels as an image a model can read (category `screen`).
+//!
+//! | file | what it does |
+//! | --- | --- |
+//! | [`x11`] | the capture: RandR monitors, core `GetImage`, the XFixes cursor drawn on top |
+//! | this file | arguments (upstream's names, defaults and clamps), scaling, PNG/JPEG encoding, the answer |
+//!
+//! Over MCP the answer is an `image` content block plus the metadata as JSON text (never base64
+//! in text); the gateway gets upstream's payload `{format, width, height, base64, screenIndex,
+//! capturedAtMs}`. Unless the caller names `maxWidth`, the image is scaled to at most
+//! [`DEFAULT_MAX_PIXELS`] (about 1.15 megapixels, what vision models read without tiling), and the
+//! result says the scale so a client can map coordinates back to the screen.
+//!
+//! The "Screen" switch (`NodeScreenEnabled`, off by default) is read live: off, the command is not
+//! listed and a call says how to turn it on. A node without an X display does not list it either.
+//! Every capture is logged with its size. Wayland (the desktop portal) is not served yet.
+
+mod x11;
+
+use std::io::Cursor;
+use std::sync::{Arc, LazyLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::{Content, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
+use serde_json::{Map, Value, json};
+
+use crate::capability::{Capability, Command, CommandSpec};
+use crate::settings::LiveSettings;
+
+/// What `screen.snapshot` returns at most when the caller names no `maxWidth`.
+pub const DEFAULT_MAX_PIXELS: u64 = 1_150_000;
+/// Upstream's clamps.
+pub const MIN_WIDTH: u32 = 16;
+pub const MAX_WIDTH: u32 = 7680;
+pub const MAX_SCREEN_INDEX: u64 = 32;
+const DEFAULT_QUALITY: u8 = 80;
+
+/// The error of a call while the switch is off.
+pub const SCREEN_DISABLED: &str = "screen.snapshot is disabled by user setting: a capture shows whatever is on the \
+                                   screen, so it is off until you turn it on (clawmcp settings set NodeScreenEnabled \
+                                   true); it applies at once.";
+
+/// The `screen` capability.
+pub struct ScreenCapability {
+    commands: Vec<Command>,
+}
+
+impl ScreenCapability {
+    /// Captures the display `DISPLAY` names.
+    pub fn new(settings: Arc<LiveSettings>) -> Self {
+        ScreenCapability::for_display(settings, None)
+    }
+
+    /// Captures `display` (`:99`), or the one `DISPLAY` names when `None`.
+    pub fn for_display(settings: Arc<LiveSettings>, display: Option<String>) -> Self {
+        let listed = {
+            let (settings, display) = (settings.clone(), display.clone());
+            move || settings.current().node_screen_enabled && has_display(display.as_deref())
+        };
+        let snapshot = command_spec()
+            .with_output_handler(move |request, ctx| {
+                let (settings, display) = (settings.clone(), display.clone());
+                async move {
+                    if !settings.current().node_screen_enabled {
+                        return Err(ToolFailure::new(SCREEN_DISABLED).with_code(UNAVAILABLE));
+                    }
+                    let args = SnapshotArgs::parse(&request.args)?;
+                    let work = tokio::task::spawn_blocking(move || snapshot(display.as_deref(), &args));
+                    tokio::select! {
+                        // The capture takes milliseconds; a cancelled caller just stops waiting.
+                        () = ctx.cancel.cancelled() => Err(clawmcp_mcp::CANCELLED.into()),
+                        done = work => done.map_err(|e| ToolFailure::new(format!("Capture failed: {e}")))?,
+                    }
+                }
+            })
+            .listed_while(listed);
+        ScreenCapability { commands: vec![snapshot] }
+    }
+}
+
+impl Capability for ScreenCapability {
+    fn commands(&self) -> Vec<Command> {
+        self.commands.clone()
+    }
+}
+
+/// Whether there is an X display to capture: named, or in `DISPLAY`.
+fn has_display(display: Option<&str>) -> bool {
+    display.is_some() || std::env::var_os("DISPLAY").is_some_and(|value| !value.is_empty())
+}
+
+pub fn command_spec() -> CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
+        name: "screen.snapshot",
+        title: Some("Screenshot"),
+        output_schema: None,
+        description: Some(
+            "Capture one monitor of this machine's screen (X11) as an image. format png (default) or jpeg; \
+             maxWidth scales the image down to that width (16..7680; without it the image is kept under about \
+             1.15 megapixels); quality 1..100 for jpeg (default 80); screenIndex (alias monitor) picks the \
+             monitor, 0 = primary; includePointer (default true) draws the mouse pointer. Returns the image and \
+             {format, width, height, screenIndex, capturedWidth, capturedHeight, scale, monitors}: divide image \
+             coordinates by scale to get screen coordinates.",
+        ),
+        input_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "format": {"type": "string", "enum": ["png", "jpeg", "jpg"], "default": "png"},
+                    "maxWidth": {"type": "integer", "minimum": MIN_WIDTH, "maximum": MAX_WIDTH},
+                    "quality": {"type": "integer", "minimum": 1, "maximum": 100, "default": DEFAULT_QUALITY},
+                    "screenIndex": {"type": "integer", "minimum": 0, "maximum": MAX_SCREEN_INDEX, "default": 0},
+                    "monitor": {"type": "integer", "minimum": 0, "maximum": MAX_SCREEN_INDEX, "description": "Alias of screenIndex."},
+                    "includePointer": {"type": "boolean", "default": true}
+                },
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+    });
+    SPEC.clone()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Png,
+    Jpeg,
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::Png => "png",
+            Format::Jpeg => "jpeg",
+        }
+    }
+
+    fn mime_type(self) -> &'static str {
+        match self {
+            Format::Png => "image/png",
+            Format::Jpeg => "image/jpeg",
+        }
+    }
+}
+
+/// The arguments, with upstream's defaults and clamps applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SnapshotArgs {
+    format: Format,
+    max_width: Option<u32>,
+    quality: u8,
+    screen_index: usize,
+    include_pointer: bool,
+}
+
+impl SnapshotArgs {
+    fn parse(args: &Map<String, Value>) -> Result<SnapshotArgs, ToolFailure> {
+        let invalid = |message: String| ToolFailure::new(message).with_code(INVALID_REQUEST);
+        let format = match args.get("format").and_then(Value::as_str).map(str::trim).map(str::to_ascii_lowercase) {
+            None => Format::Png,
+            Some(text) if text.is_empty() || text == "png" => Format::Png,
+            Some(text) if text == "jpeg" || text == "jpg" => Format::Jpeg,
+            Some(_) => return Err(invalid("Unsupported screen snapshot format. Supported formats: png, jpeg.".into())),
+        };
+        let integer = |key: &str| -> Result<Option<i64>, ToolFailure> {
+            match args.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(value) => value
+                    .as_i64()
+                    .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+                    .map(Some)
+                    .ok_or_else(|| invalid(format!("{key} must be a whole number"))),
+            }
+        };
+        let max_width =
+            integer("maxWidth")?.map(|width| width.clamp(i64::from(MIN_WIDTH), i64::from(MAX_WIDTH)) as u32);
+        let quality = integer("quality")?.map_or(DEFAULT_QUALITY, |q| q.clamp(1, 100) as u8);
+        let index = match integer("screenIndex")? {
+            Some(index) => Some(index),
+            None => integer("monitor")?,
+        };
+        let screen_index = index.unwrap_or(0).clamp(0, MAX_SCREEN_INDEX as i64) as usize;
+        let include_pointer = match args.get("includePointer") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(on)) => *on,
+            Some(_) => return Err(invalid("includePointer must be true or false".into())),
+        };
+        Ok(SnapshotArgs { format, max_width, quality, screen_index, include_pointer })
+    }
+}
+
+/// The size to return for a `width` x `height` capture.
+fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32) {
+    let scale = match max_width {
+        Some(max) => (f64::from(max) / f64::from(width)).min(1.0),
+        None => (DEFAULT_MAX_PIXELS as f64 / (f64::from(width) * f64::from(height))).sqrt().min(1.0),
+    };
+    let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
+    (scaled(width), scaled(height))
+}
+
+fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
+    let captured = x11::capture(display, args.screen_index, args.include_pointer).map_err(ToolFailure::new)?;
+    let (width, height) = target_size(captured.width, captured.height, args.max_width);
+    let rgb = match (width, height) == (captured.width, captured.height) {
+        true => captured.rgb,
+        false => resize(captured.rgb, captured.width, captured.height, width, height)?,
+    };
+    let bytes = encode(&rgb, width, height, args.format, args.quality)?;
+    let captured_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    tracing::info!(
+        screen = args.screen_index,
+        width,
+        height,
+        bytes = bytes.len(),
+        format = args.format.name(),
+        "screen captured"
+    );
+    let base64 = STANDARD.encode(&bytes);
+    let monitors: Vec<Value> = captured
+        .monitors
+        .iter()
+        .enumerate()
+        .map(|(index, m)| json!({"index": index, "x": m.x, "y": m.y, "width": m.width, "height": m.height, "primary": m.primary}))
+        .collect();
+    let scale = f64::from(width) / f64::from(captured.width);
+    let meta = json!({
+        "format": args.format.name(),
+        "width": width,
+        "height": height,
+        "bytes": bytes.len(),
+        "screenIndex": captured.index,
+        "capturedWidth": captured.width,
+        "capturedHeight": captured.height,
+        "scale": (scale * 1e6).round() / 1e6,
+        "monitors": monitors,
+        "capturedAtMs": captured_at_ms,
+    });
+    let gateway = json!({
+        "format": args.format.name(),
+        "width": width,
+        "height": height,
+        "base64": base64,
+        "screenIndex": captured.index,
+        "capturedAtMs": captured_at_ms,
+    });
+    Ok(ToolOutput::from(meta)
+        .with_block(Content::Image { data: base64, mime_type: args.format.mime_type().into() })
+        .with_gateway_payload(gateway))
+}
+
+fn resize(rgb: Vec<u8>, width: u32, height: u32, to_width: u32, to_height: u32) -> Result<Vec<u8>, ToolFailure> {
+    use fast_image_resize::images::Image;
+    use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+    let failed = |error: &dyn std::fmt::Display| ToolFailure::new(format!("Capture failed: cannot scale: {error}"));
+    let source = Image::from_vec_u8(width, height, rgb, PixelType::U8x3).map_err(|e| failed(&e))?;
+    let mut target = Image::new(to_width, to_height, PixelType::U8x3);
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    Resizer::new().resize(&source, &mut target, &options).map_err(|e| failed(&e))?;
+    Ok(target.into_vec())
+}
+
+fn encode(rgb: &[u8], width: u32, height: u32, format: Format, quality: u8) -> Result<Vec<u8>, ToolFailure> {
+    let failed = |error: &dyn std::fmt::Display| ToolFailure::new(format!("Capture failed: cannot encode: {error}"));
+    let mut out = Vec::with_capacity(rgb.len() / 4);
+    match format {
+        Format::Png => {
+            let mut encoder = png::Encoder::new(Cursor::new(&mut out), width, height);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_depth(png::BitDepth::Eight);
+            encoder.set_compression(png::Compression::Fast);
+            let mut writer = encoder.write_header().map_err(|e| failed(&e))?;
+            writer.write_image_data(rgb).map_err(|e| failed(&e))?;
+            writer.finish().map_err(|e| failed(&e))?;
+        }
+        Format::Jpeg => {
+            let (w, h) =
+                (u16::try_from(width).map_err(|e| failed(&e))?, u16::try_from(height).map_err(|e| failed(&e))?);
+            jpeg_encoder::Encoder::new(&mut out, quality)
+                .encode(rgb, w, h, jpeg_encoder::ColorType::Rgb)
+                .map_err(|e| failed(&e))?;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

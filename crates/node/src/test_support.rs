@@ -1,0 +1,91 @@
+//! Test support shared by the unit tests that drive real desktop services: helper processes
+//! killed by their PID when the test ends, and a private X server.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a helper process may take to report readiness before the test gives up on it.
+pub const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Fails (never skips) when a tool the test needs is missing, naming the package to install.
+pub fn require(binary: &str, package: &str) {
+    let on_path = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).any(|dir| dir.join(binary).is_file()))
+        .unwrap_or(false);
+    assert!(
+        on_path,
+        "`{binary}` is not installed; this test needs the Debian package `{package}` \
+         (apt-get install -y --no-install-recommends {package})"
+    );
+}
+
+/// A process a test started: killed by its PID and reaped when the guard drops, whatever
+/// way the test ends.
+pub struct Spawned {
+    name: &'static str,
+    pub child: Child,
+    stderr_path: PathBuf,
+}
+
+impl Spawned {
+    pub fn start(name: &'static str, package: &str, command: &mut Command, dir: &Path) -> Spawned {
+        require(name, package);
+        let stderr_path = dir.join(format!("{name}.stderr"));
+        let stderr = File::create(&stderr_path).expect("create stderr log");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Spawned { name, child, stderr_path }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// The first stdout line, which is how dbus-daemon (`--print-address`) and Xvfb
+    /// (`-displayfd 1`) announce that they are ready.
+    pub fn ready_line(&mut self) -> String {
+        let stdout = self.child.stdout.take().expect("stdout is piped");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = sender.send(line);
+        });
+        match receiver.recv_timeout(STARTUP_DEADLINE) {
+            Ok(line) if !line.trim().is_empty() => line.trim().to_string(),
+            _ => panic!("{} did not report readiness; stderr:\n{}", self.name, self.stderr()),
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An X server on a display it picks itself (`-displayfd`), so parallel tests never collide.
+pub fn xvfb(dir: &Path) -> (Spawned, String) {
+    xvfb_sized(dir, "640x480x24")
+}
+
+/// [`xvfb`] with one screen of `geometry` (`WIDTHxHEIGHTxDEPTH`).
+pub fn xvfb_sized(dir: &Path, geometry: &str) -> (Spawned, String) {
+    let mut server = Spawned::start(
+        "Xvfb",
+        "xvfb",
+        Command::new("Xvfb").args(["-displayfd", "1", "-screen", "0", geometry, "-nolisten", "tcp", "-noreset"]),
+        dir,
+    );
+    let display = format!(":{}", server.ready_line());
+    (server, display)
+}
