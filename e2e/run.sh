@@ -4,7 +4,8 @@
 #   1. build the release binary (skipped when CLAWMCP_E2E_BIN names one)
 #   2. install the clients from the registries (e2e/install.sh; idempotent, cached)
 #   3. start `clawmcp node` on a free 127.0.0.1 port with a throwaway data dir whose
-#      exec-approvals.json lets system.run run (the drivers run sh and sleep)
+#      exec-approvals.json lets system.run run (the drivers run sh and sleep), on a private
+#      Xvfb with NodeScreenEnabled on (the drivers check screen.snapshot's pixels)
 #   4. run every driver in e2e/node/ against it; stop the node by PID on exit
 #
 # Exits non-zero naming every driver that failed. A client that cannot be installed or
@@ -43,6 +44,7 @@ DATA_DIR="$TMP/data"
 mkdir -m 700 "$DATA_DIR"
 e2e_seed_exec_approvals "$DATA_DIR"
 NODE_LOG="$TMP/node.log"
+XVFB_PID=""
 
 finish() {
   local rc=$?
@@ -50,10 +52,37 @@ finish() {
     e2e_log "clawmcp node did not stop on SIGTERM"
     rc=1
   fi
+  if [[ -n "$XVFB_PID" ]]; then
+    kill "$XVFB_PID" 2>/dev/null || true
+    wait "$XVFB_PID" 2>/dev/null || true
+  fi
   if ((KEEP)); then e2e_log "kept $TMP"; else rm -rf -- "$TMP"; fi
   exit "$rc"
 }
 trap finish EXIT
+
+# screen.snapshot needs a display and its switch: a private Xvfb with a white root (-wr), found
+# by a free display number, stopped by its PID in finish; NodeScreenEnabled on in settings.json.
+e2e_require Xvfb
+for display_number in $(seq 90 140); do
+  [[ -e "/tmp/.X11-unix/X$display_number" || -e "/tmp/.X$display_number-lock" ]] && continue
+  Xvfb ":$display_number" -screen 0 640x480x24 -wr -nolisten tcp -noreset >"$TMP/xvfb.log" 2>&1 &
+  XVFB_PID=$!
+  for _ in $(seq 100); do
+    [[ -S "/tmp/.X11-unix/X$display_number" ]] && break
+    kill -0 "$XVFB_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [[ -S "/tmp/.X11-unix/X$display_number" ]]; then
+    export DISPLAY=":$display_number"
+    break
+  fi
+  kill "$XVFB_PID" 2>/dev/null || true
+  wait "$XVFB_PID" 2>/dev/null || true
+  XVFB_PID=""
+done
+[[ -n "$XVFB_PID" ]] || e2e_die "Xvfb did not start on any free display; see $TMP/xvfb.log"
+(umask 077 && printf '{"NodeScreenEnabled": true}\n' >"$DATA_DIR/settings.json")
 
 e2e_log "starting clawmcp node (data dir $DATA_DIR)"
 e2e_start_node "$BIN" "$DATA_DIR" "$NODE_LOG" || e2e_die "clawmcp node did not start; see the log tail above"

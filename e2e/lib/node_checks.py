@@ -137,3 +137,65 @@ async def cancel_long_system_run(client: Client) -> str:
         f"process tree survived cancellation: was {started}, still {pids_with_args(marker)}",
     )
     return marker
+
+
+def png_rgb_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Decodes an 8-bit RGB PNG (what screen.snapshot sends) to its rows of RGB bytes, with the
+    five PNG row filters undone, so a check can read real pixels with the stdlib alone."""
+    import struct
+    import zlib
+
+    expect(data[:8] == b"\x89PNG\r\n\x1a\n", f"not a PNG: {data[:8]!r}")
+    at, idat, header = 8, b"", None
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
+        at += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+    expect(header is not None, "PNG without IHDR")
+    width, height, depth, colour, _, _, interlace = header
+    expect((depth, colour, interlace) == (8, 2, 0), f"expected 8-bit RGB non-interlaced, got {header}")
+    raw, stride, rows, previous = zlib.decompress(idat), width * 3, [], bytearray(width * 3)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            left = line[x - 3] if x >= 3 else 0
+            up, up_left = previous[x], previous[x - 3] if x >= 3 else 0
+            if kind == 1:
+                line[x] = (line[x] + left) & 0xFF
+            elif kind == 2:
+                line[x] = (line[x] + up) & 0xFF
+            elif kind == 3:
+                line[x] = (line[x] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - up_left
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
+                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else up_left)) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows
+
+
+async def screen_snapshot(client: Client) -> None:
+    """screen.snapshot answers an image block the SDK types as image content (PNG, the
+    expected size, every pixel the white root e2e/run.sh's Xvfb shows) beside JSON metadata
+    text that carries no base64."""
+    import base64
+
+    want = EXPECTATIONS["screenshot"]
+    result = await client.call_tool("screen.snapshot", {"includePointer": False})
+    expect(not result.is_error, f"screen.snapshot failed: {result.content!r}")
+    images = [block for block in result.content if getattr(block, "type", None) == "image"]
+    expect(len(images) == 1 and type(images[0]).__name__ == "ImageContent", f"expected one ImageContent: {result.content!r}")
+    mime = getattr(images[0], "mime_type", None) or getattr(images[0], "mimeType", None)
+    expect(mime == "image/png", f"mimeType {mime!r}")
+    meta = tool_payload(result)
+    expect((meta["width"], meta["height"]) == (want["width"], want["height"]), f"metadata {meta!r}")
+    expect(images[0].data not in json.dumps(meta), "base64 in the text block")
+    width, height, rows = png_rgb_pixels(base64.b64decode(images[0].data))
+    expect((width, height) == (want["width"], want["height"]), f"decoded {width}x{height}")
+    white = bytes(want["rgb"]) * width
+    expect(all(row == white for row in rows), "not every pixel is the white root Xvfb shows")

@@ -7,7 +7,8 @@
 // AbortSignal fires.
 //
 // Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed):
-//   initialize, tools-list, system-which, device-info, unknown-tool,
+//   initialize, tools-list, system-which, device-info, screen-snapshot (an image block the SDK
+//   validated, PNG of e2e/run.sh's white Xvfb root, every pixel decoded), unknown-tool,
 //   cancel-system-run (AbortSignal -> notifications/cancelled accepted with 2xx; the sh + sleep
 //   process tree is gone afterwards; the client still works), no-token-rejected.
 //
@@ -20,6 +21,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inflateSync } from 'node:zlib';
 
 function requireEnv(name) {
   const value = process.env[name];
@@ -103,6 +105,51 @@ async function waitFor(predicate, what) {
   }
 }
 
+/** An 8-bit RGB PNG (what screen.snapshot sends) as rows of RGB bytes, row filters undone. */
+function pngRgbPixels(data) {
+  expect(data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), 'not a PNG');
+  let at = 8;
+  let header = null;
+  const idat = [];
+  while (at < data.length) {
+    const length = data.readUInt32BE(at);
+    const kind = data.toString('latin1', at + 4, at + 8);
+    const body = data.subarray(at + 8, at + 8 + length);
+    at += 12 + length;
+    if (kind === 'IHDR') header = { width: body.readUInt32BE(0), height: body.readUInt32BE(4), depth: body[8], colour: body[9], interlace: body[12] };
+    if (kind === 'IDAT') idat.push(body);
+  }
+  expect(header && header.depth === 8 && header.colour === 2 && header.interlace === 0, `PNG header ${JSON.stringify(header)}`);
+  const raw = inflateSync(Buffer.concat(idat));
+  const stride = header.width * 3;
+  const rows = [];
+  let previous = Buffer.alloc(stride);
+  for (let y = 0; y < header.height; y += 1) {
+    const kind = raw[y * (stride + 1)];
+    const line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
+    for (let x = 0; x < stride; x += 1) {
+      const left = x >= 3 ? line[x - 3] : 0;
+      const up = previous[x];
+      const upLeft = x >= 3 ? previous[x - 3] : 0;
+      let add = 0;
+      if (kind === 1) add = left;
+      else if (kind === 2) add = up;
+      else if (kind === 3) add = (left + up) >> 1;
+      else if (kind === 4) {
+        const p = left + up - upLeft;
+        const pa = Math.abs(p - left);
+        const pb = Math.abs(p - up);
+        const pc = Math.abs(p - upLeft);
+        add = pa <= pb && pa <= pc ? left : pb <= pc ? up : upLeft;
+      }
+      line[x] = (line[x] + add) & 0xff;
+    }
+    rows.push(line);
+    previous = line;
+  }
+  return { width: header.width, height: header.height, rows };
+}
+
 let passed = 0;
 const failures = [];
 async function check(name, body) {
@@ -146,6 +193,22 @@ async function sessionChecks(client) {
       expect(typeof payload[field] === 'string', `device.info.${field} missing or not a string: ${JSON.stringify(payload)}`);
     }
     expect(payload.deviceName === hostname(), `deviceName ${payload.deviceName} != hostname ${hostname()}`);
+  });
+
+  await check('screen-snapshot', async () => {
+    const want = expectations.screenshot;
+    const result = await client.callTool({ name: 'screen.snapshot', arguments: { includePointer: false } });
+    expect(!result.isError, `screen.snapshot failed: ${JSON.stringify(result).slice(0, 300)}`);
+    // The SDK validated the result against its own schema; the image block is ImageContent.
+    const images = result.content.filter((block) => block.type === 'image');
+    expect(images.length === 1 && images[0].mimeType === 'image/png', `image blocks: ${JSON.stringify(result.content.map((b) => b.type))}`);
+    const meta = toolPayload(result);
+    expect(meta.width === want.width && meta.height === want.height, `metadata ${JSON.stringify(meta)}`);
+    expect(!JSON.stringify(meta).includes(images[0].data), 'base64 in the text block');
+    const { width, height, rows } = pngRgbPixels(Buffer.from(images[0].data, 'base64'));
+    expect(width === want.width && height === want.height, `decoded ${width}x${height}`);
+    const white = Buffer.from(Array(width).fill(want.rgb).flat());
+    expect(rows.every((row) => row.equals(white)), "not every pixel is the white root Xvfb shows");
   });
 
   await check('unknown-tool', async () => {
