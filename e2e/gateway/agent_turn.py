@@ -53,7 +53,6 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -73,28 +72,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 ALLOW_ALL = '{"version":1,"defaults":{"security":"full","ask":"off","askFallback":"deny"},"agents":{}}'
 
 
-class Failed(Exception):
-    pass
-
-
-def expect(condition: Any, message: str) -> None:
-    if not condition:
-        raise Failed(message)
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout_s: float = WAIT_S, every_s: float = 0.25) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except Exception as err:  # noqa: BLE001 - a probe that cannot answer yet is "not yet"
-            last = err
-        else:
-            if last:
-                return last
-        time.sleep(every_s)
-    raise Failed(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {str(last)[:600]})")
+from checks import Failed, expect, report, run_check, wait_for  # noqa: E402  (the script's own directory)
 
 
 def objects_with(text: str, key: str, depth: int = 0) -> list[dict[str, Any]]:
@@ -163,18 +141,7 @@ class Suite:
 
     # -- plumbing ------------------------------------------------------------------------------
     def check(self, name: str, body: Callable[[], str | None], needs: tuple[str, ...] = ()) -> None:
-        missing = [n for n in needs if n not in self.done]
-        if missing:
-            self.rows.append((name, False, f"not run: needs {', '.join(missing)}"))
-            return
-        started = time.monotonic()
-        try:
-            detail = body() or ""
-            self.rows.append((name, True, f"{detail} [{time.monotonic() - started:.1f} s]"))
-            self.done.add(name)
-        except Exception as err:  # noqa: BLE001 - every failure becomes a FAIL row
-            detail = str(err) if isinstance(err, Failed) else f"{type(err).__name__}: {err}\n{traceback.format_exc()}"
-            self.rows.append((name, False, detail))
+        run_check(self.rows, self.done, name, body, needs, timed=True)
 
     def node_entry(self) -> dict[str, Any] | None:
         for node in self.gateway.rpc("node.list", {}).get("nodes", []):
@@ -479,14 +446,7 @@ class Suite:
         finally:
             for problem in self.stop():
                 self.rows.append(("stop", False, problem))
-        width = max(len(name) for name, _, _ in self.rows)
-        for name, ok, detail in self.rows:
-            print(f"{'PASS' if ok else 'FAIL'}  {name.ljust(width)}  {detail.splitlines()[0] if ok and detail else detail}")
-        failed = sum(1 for _, ok, _ in self.rows if not ok)
-        print(f"agent-turn: {len(self.rows) - failed} passed, {failed} failed")
-        rows = [{"check": n, "ok": ok, "detail": d} for n, ok, d in self.rows]
-        (self.artifacts / "agent-turn.json").write_text(json.dumps(rows, indent=2))
-        return 1 if failed else 0
+        return report(self.rows, "agent-turn", self.artifacts / "agent-turn.json")
 
 
 def main() -> int:

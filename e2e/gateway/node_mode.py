@@ -82,7 +82,6 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 import urllib.error
 import urllib.request
 import uuid
@@ -110,28 +109,13 @@ SECURITIES = ("deny", "allowlist", "full")
 ASKS = ("off", "on-miss", "always")
 
 
-class Failed(Exception):
-    pass
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise Failed(message)
+from checks import Failed, expect, run_check, report  # noqa: E402  (the script's own directory)
+from checks import wait_for as _wait_for  # noqa: E402
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout_s: float = WAIT_S, every_s: float = 0.25) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except Exception as err:  # noqa: BLE001 - a probe that cannot answer yet is "not yet"
-            last = err
-        else:
-            if last:
-                return last
-        time.sleep(every_s)
-    raise Failed(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {str(last)[:400]})")
+    """`checks.wait_for` with this suite's longer default bound."""
+    return _wait_for(what, probe, timeout_s, every_s)
 
 
 def gateway_error(text: str) -> dict[str, Any]:
@@ -258,17 +242,7 @@ class Suite:
 
     # -- plumbing ------------------------------------------------------------------------------
     def check(self, name: str, body: Callable[[], str | None], needs: tuple[str, ...] = ()) -> None:
-        missing = [n for n in needs if n not in self.done]
-        if missing:
-            self.rows.append((name, False, f"not run: needs {', '.join(missing)}"))
-            return
-        try:
-            detail = body() or ""
-            self.rows.append((name, True, detail))
-            self.done.add(name)
-        except Exception as err:  # noqa: BLE001 - every failure becomes a FAIL row
-            detail = str(err) if isinstance(err, Failed) else f"{type(err).__name__}: {err}\n{traceback.format_exc()}"
-            self.rows.append((name, False, detail))
+        run_check(self.rows, self.done, name, body, needs, timed=False)
 
     def token(self) -> str:
         return self.gateway.token_file.read_text().strip()
@@ -981,14 +955,7 @@ class Suite:
         finally:
             for problem in self.stop():
                 self.rows.append(("stop", False, problem))
-        width = max(len(name) for name, _, _ in self.rows)
-        for name, ok, detail in self.rows:
-            print(f"{'PASS' if ok else 'FAIL'}  {name.ljust(width)}  {detail.splitlines()[0] if ok and detail else detail}")
-        failed = sum(1 for _, ok, _ in self.rows if not ok)
-        print(f"node-mode: {len(self.rows) - failed} passed, {failed} failed")
-        rows = [{"check": n, "ok": ok, "detail": d} for n, ok, d in self.rows]
-        (self.artifacts / "node-mode.json").write_text(json.dumps(rows, indent=2))
-        return 1 if failed else 0
+        return report(self.rows, "node-mode", self.artifacts / "node-mode.json")
 
 
 def main() -> int:
