@@ -290,6 +290,10 @@ pub enum SettingKey {
     NodeSystemRunEnabled,
     /// Serve screen.snapshot (off by default: a capture shows whatever is on the screen).
     NodeScreenEnabled,
+    /// Serve camera.list, camera.snap and camera.clip (off by default).
+    NodeCameraEnabled,
+    /// Serve clipboard.read (off by default: the clipboard may hold passwords).
+    NodeClipboardReadEnabled,
     /// Contain every system.run (Landlock, namespaces, resource limits).
     #[value(name = "SystemRunSandbox.Enabled")]
     SandboxEnabled,

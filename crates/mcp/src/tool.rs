@@ -164,14 +164,16 @@ pub fn render(outcome: ToolOutcome, structured: bool) -> ToolResult {
 /// call's context in, an answer out. `'static` futures: a call may outlive the list it came from.
 pub type Handler<I> = dyn Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync;
 
-/// A live switch deciding whether a tool is listed right now (read on every list and call).
-pub type Listed = dyn Fn() -> bool + Send + Sync;
+/// A live check deciding whether a tool is listed right now (read on every list and call):
+/// `Err(reason)` hides it, the reason saying why and what would bring it back (a switch to turn
+/// on, a package to install), for status reports.
+pub type Availability = dyn Fn() -> Result<(), String> + Send + Sync;
 
 /// One tool: what `tools/list` shows and what `tools/call` runs. Cheap to clone.
 pub struct ToolDef<I> {
     tool: Arc<Tool>,
     handler: Arc<Handler<I>>,
-    listed: Option<Arc<Listed>>,
+    available: Option<Arc<Availability>>,
     /// Served to local MCP clients only, never to a remote transport (the gateway).
     local_only: bool,
 }
@@ -181,7 +183,7 @@ impl<I> Clone for ToolDef<I> {
         ToolDef {
             tool: self.tool.clone(),
             handler: self.handler.clone(),
-            listed: self.listed.clone(),
+            available: self.available.clone(),
             local_only: self.local_only,
         }
     }
@@ -189,7 +191,7 @@ impl<I> Clone for ToolDef<I> {
 
 impl<I> std::fmt::Debug for ToolDef<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolDef").field("tool", &self.tool).field("switched", &self.listed.is_some()).finish()
+        f.debug_struct("ToolDef").field("tool", &self.tool).field("switched", &self.available.is_some()).finish()
     }
 }
 
@@ -198,7 +200,7 @@ impl<I: 'static> ToolDef<I> {
         tool: Tool,
         handler: impl Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync + 'static,
     ) -> Self {
-        ToolDef { tool: Arc::new(tool), handler: Arc::new(handler), listed: None, local_only: false }
+        ToolDef { tool: Arc::new(tool), handler: Arc::new(handler), available: None, local_only: false }
     }
 
     /// `self`, served to local MCP clients only: a remote transport neither declares nor runs it
@@ -214,9 +216,20 @@ impl<I: 'static> ToolDef<I> {
 
     /// `self`, listed only while `listed` says so. A call that reaches it while it is hidden
     /// still runs its handler, which says why it is off (better than "Unknown tool").
-    pub fn listed_while(mut self, listed: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        self.listed = Some(Arc::new(listed));
+    pub fn listed_while(self, listed: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.available_while(move || if listed() { Ok(()) } else { Err("switched off".to_owned()) })
+    }
+
+    /// `self`, listed only while `available` answers `Ok`; its `Err` says why not (see
+    /// [`Availability`]). As with [`ToolDef::listed_while`], a call still reaches the handler.
+    pub fn available_while(mut self, available: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        self.available = Some(Arc::new(available));
         self
+    }
+
+    /// Why the tool is not listed right now; `None` while it is.
+    pub fn unavailable_reason(&self) -> Option<String> {
+        self.available.as_ref().and_then(|available| available().err())
     }
 
     pub fn tool(&self) -> &Tool {
@@ -229,7 +242,7 @@ impl<I: 'static> ToolDef<I> {
 
     /// Whether the tool is listed right now.
     pub fn is_listed(&self) -> bool {
-        self.listed.as_ref().is_none_or(|listed| listed())
+        self.available.as_ref().is_none_or(|available| available().is_ok())
     }
 
     /// Runs the handler.

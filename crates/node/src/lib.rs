@@ -3,13 +3,16 @@
 //! # Layout
 //!
 //! - [`capability`]: the [`Capability`] trait, invocation types, lenient argument readers.
+//! - [`availability`]: the owner's switches and backend probes that decide what is served now.
 //! - [`registry`]: the live capability list and its MCP service ([`NodeMcpService`]).
 //! - [`settings`]: the data directory and `settings.json` (mode matrix, kill switches), read live.
 //! - [`system`]: `system.*` (which, notify, run, run.prepare, execApprovals.get/set).
 //! - [`approvals`]: the V2 exec-approval policy, its store and the headless prompt queue.
 //! - [`device`]: `device.info`, `device.status`.
+//! - [`screen`]: `screen.snapshot` (X11).
 
 pub mod approvals;
+pub mod availability;
 pub mod capability;
 mod command_text;
 pub mod device;

@@ -78,6 +78,15 @@ impl Registry {
         self.commands.served_remotely(name, filter)
     }
 
+    /// Every command not listed right now, with why (its switch is off, its backend missing),
+    /// in registration order: what `clawmcp node status` and `clawmcp doctor` report.
+    pub fn unavailable(&self) -> Vec<(String, String)> {
+        self.commands()
+            .iter()
+            .filter_map(|command| command.unavailable_reason().map(|reason| (command.name().to_owned(), reason)))
+            .collect()
+    }
+
     /// The categories served right now, in registration order (the gateway's `caps`).
     pub fn categories(&self) -> Vec<String> {
         let mut categories: Vec<String> = Vec::new();

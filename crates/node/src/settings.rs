@@ -116,6 +116,13 @@ pub struct Settings {
     /// a capture shows whatever is on the screen).
     #[serde(default)]
     pub node_screen_enabled: bool,
+    /// The "Camera" permission: `camera.*` are served only while it is on (off by default).
+    #[serde(default)]
+    pub node_camera_enabled: bool,
+    /// Reading the clipboard (`clipboard.read`; off by default: it may hold passwords). Writing
+    /// needs no switch. No upstream node has a clipboard, so the name is clawmcp's own.
+    #[serde(default)]
+    pub node_clipboard_read_enabled: bool,
     /// The optional Linux containment of `system.run` (off by default).
     #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
     pub system_run_sandbox: SandboxSettings,
@@ -156,6 +163,8 @@ impl Default for Settings {
             enable_mcp_server: true,
             node_system_run_enabled: true,
             node_screen_enabled: false,
+            node_camera_enabled: false,
+            node_clipboard_read_enabled: false,
             system_run_sandbox: SandboxSettings::default(),
             gateway_url: None,
             gateway_token_file: None,
@@ -247,6 +256,10 @@ impl Settings {
             Some("NodeSystemRunEnabled")
         } else if turned_on(self.node_screen_enabled, after.node_screen_enabled) {
             Some("NodeScreenEnabled")
+        } else if turned_on(self.node_camera_enabled, after.node_camera_enabled) {
+            Some("NodeCameraEnabled")
+        } else if turned_on(self.node_clipboard_read_enabled, after.node_clipboard_read_enabled) {
+            Some("NodeClipboardReadEnabled")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
             Some("EnableNodeMode")
         } else if turned_on(self.enable_mcp_server, after.enable_mcp_server) {
@@ -580,8 +593,10 @@ mod widening_tests {
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 12] = [
+        let cases: [(&str, Change, Change); 14] = [
             ("NodeScreenEnabled", |_| {}, |s| s.node_screen_enabled = true),
+            ("NodeCameraEnabled", |_| {}, |s| s.node_camera_enabled = true),
+            ("NodeClipboardReadEnabled", |_| {}, |s| s.node_clipboard_read_enabled = true),
             ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
             ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
             ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),

@@ -4,11 +4,15 @@
 
 use std::process::ExitCode;
 
-use clawmcp_node::settings::{DataDir, Settings};
+use std::sync::Arc;
+
+use clawmcp_node::Registry;
+use clawmcp_node::approvals::ExecApprovals;
+use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::system::sandbox;
 
 use crate::args::DoctorArgs;
-use crate::commands::data_dir;
+use crate::commands::{data_dir, node_status};
 use crate::output;
 
 /// One section of the report: a title and its lines.
@@ -31,7 +35,24 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn sections(data: &DataDir) -> Vec<Section> {
-    vec![system_run_sandbox(data)]
+    vec![node_tools(data), system_run_sandbox(data)]
+}
+
+/// What `clawmcp node` would serve if started from this shell (its environment decides the
+/// backends: DISPLAY, PATH), and why each command left out is left out.
+fn node_tools(data: &DataDir) -> Section {
+    let lines = match LiveSettings::open(data.settings_path()) {
+        Ok(settings) => {
+            let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
+            let registry = Registry::builtin(Arc::new(settings), approvals);
+            node_status::describe_tools(&node_status::ToolsStatus::of(&registry), true)
+                .into_iter()
+                .map(|line| line.trim_start().to_owned())
+                .collect()
+        }
+        Err(error) => vec![format!("{error}: fix the file (`clawmcp settings` shows it)")],
+    };
+    Section { title: "node tools (as `clawmcp node` started from this shell would serve them)", lines }
 }
 
 /// The sandbox as `settings.json` configures it, and which of its rules hold on this kernel.

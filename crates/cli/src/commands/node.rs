@@ -76,7 +76,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
                 .with_prompt_timeout(Duration::from_millis(args.approval_timeout_ms)),
         );
         let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
-        let reporter = node_status::Reporter::new(data.status_path());
+        let reporter = node_status::Reporter::new(data.status_path(), registry.clone());
         let (control, mut controls) = tokio::sync::mpsc::channel(8);
         let operator = {
             let (args, data) = (args.gateway.clone(), data.clone());

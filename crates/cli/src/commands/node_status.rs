@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use clawmcp_node::Registry;
 use clawmcp_node_gateway::{GatewayStatus, NodeLink};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,6 +24,10 @@ use crate::output;
 
 /// How long the file lags the node's state at most under a stream of changes.
 const COALESCE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How often the running node re-checks what it can serve (a switch turned on, ffmpeg
+/// installed, the display gone) for the file; tools/list itself checks on every list.
+const AVAILABILITY_POLL: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The largest status file read (a few KiB in practice).
 const MAX_STATUS_BYTES: u64 = 1024 * 1024;
@@ -39,6 +44,36 @@ struct StatusFile {
     mcp: McpStatus,
     /// `{"state":"off"}` when gateway node mode is off, else [`GatewayStatus`].
     gateway: Value,
+    /// What the node serves right now, and why the rest is not served.
+    #[serde(default)]
+    tools: ToolsStatus,
+}
+
+/// The node's commands as its `tools/list` shows them now, and each one left out with why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsStatus {
+    pub served: Vec<String>,
+    pub unavailable: Vec<Unavailable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub command: String,
+    pub reason: String,
+}
+
+impl ToolsStatus {
+    pub fn of(registry: &Registry) -> ToolsStatus {
+        ToolsStatus {
+            served: registry.listed().iter().map(|command| command.name().to_owned()).collect(),
+            unavailable: registry
+                .unavailable()
+                .into_iter()
+                .map(|(command, reason)| Unavailable { command, reason })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +100,7 @@ pub struct Reporter {
     generation: Arc<Mutex<u64>>,
     /// What the file says (or is about to say), for the node's own `app.*` tools.
     latest: StatusView,
+    registry: Arc<Registry>,
 }
 
 /// The running node's status as its status file shows it, read in memory (no file, no lag).
@@ -89,7 +125,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Reporter {
     /// Nothing is written until the first [`Reporter::update`].
-    pub fn new(path: PathBuf) -> Reporter {
+    pub fn new(path: PathBuf, registry: Arc<Registry>) -> Reporter {
         let file = StatusFile {
             pid: std::process::id(),
             started_at_ms: now_ms(),
@@ -97,9 +133,10 @@ impl Reporter {
             running: true,
             mcp: McpStatus { state: "off".into(), endpoint: None },
             gateway: serde_json::json!({"state": "off"}),
+            tools: ToolsStatus::of(&registry),
         };
         let latest = StatusView(Arc::new(Mutex::new(file.clone())));
-        Reporter { path, file, gateway: None, task: None, generation: Arc::default(), latest }
+        Reporter { path, file, gateway: None, task: None, generation: Arc::default(), latest, registry }
     }
 
     /// The in-memory view of what this reporter publishes.
@@ -126,29 +163,48 @@ impl Reporter {
         self.latest.set(&file);
         let latest = self.latest.clone();
         let path = self.path.clone();
+        let registry = self.registry.clone();
         self.task = Some({
             tokio::spawn(async move {
-                let Some(mut gateway) = gateway else {
-                    let _ =
-                        tokio::task::spawn_blocking(move || write_if_current(&guard, generation, &path, &file)).await;
-                    return;
-                };
+                let mut gateway = gateway;
                 let mut last_hint = None;
                 loop {
-                    let current = gateway.borrow_and_update().clone();
-                    file.gateway = serde_json::to_value(&current).unwrap_or_default();
-                    latest.set(&file);
-                    if current.hint != last_hint {
-                        log_hint(&current);
-                        last_hint.clone_from(&current.hint);
+                    if let Some(gateway) = &mut gateway {
+                        let current = gateway.borrow_and_update().clone();
+                        file.gateway = serde_json::to_value(&current).unwrap_or_default();
+                        if current.hint != last_hint {
+                            log_hint(&current);
+                            last_hint.clone_from(&current.hint);
+                        }
                     }
+                    file.tools = ToolsStatus::of(&registry);
+                    latest.set(&file);
                     // Two fsyncs: off the runtime's threads, never in an invocation's path.
                     let (target, snapshot, guard) = (path.clone(), file.clone(), guard.clone());
                     let _ =
                         tokio::task::spawn_blocking(move || write_if_current(&guard, generation, &target, &snapshot))
                             .await;
-                    if gateway.changed().await.is_err() {
-                        return;
+                    // Until the link or what can be served changes.
+                    loop {
+                        let link_changed = async {
+                            match &mut gateway {
+                                Some(watch) => watch.changed().await.is_ok(),
+                                None => std::future::pending().await,
+                            }
+                        };
+                        tokio::select! {
+                            open = link_changed => {
+                                if !open {
+                                    gateway = None;
+                                }
+                                break;
+                            }
+                            () = tokio::time::sleep(AVAILABILITY_POLL) => {
+                                if ToolsStatus::of(&registry) != file.tools {
+                                    break;
+                                }
+                            }
+                        }
                     }
                     // A burst of changes (every answered invocation is one) is one write.
                     tokio::time::sleep(COALESCE).await;
@@ -166,6 +222,7 @@ impl Reporter {
         if let Some(gateway) = &self.gateway {
             self.file.gateway = serde_json::to_value(&*gateway.borrow()).unwrap_or_default();
         }
+        self.file.tools = ToolsStatus::of(&self.registry);
         mark_stopped(&mut self.file);
         self.latest.set(&self.file);
         let generation = self.next_generation();
@@ -282,5 +339,20 @@ fn describe(file: &StatusFile) -> String {
             }
         }
     }
+    lines.extend(describe_tools(&file.tools, file.running));
     lines.join("\n")
+}
+
+/// The tools lines of `clawmcp node status` (and of `clawmcp doctor`, which checks this shell's
+/// environment instead of the running node's).
+pub fn describe_tools(tools: &ToolsStatus, running: bool) -> Vec<String> {
+    let mut lines = vec![format!(
+        "  tools {}: {}",
+        if running { "served" } else { "served at the last stop" },
+        if tools.served.is_empty() { "none".to_owned() } else { tools.served.join(", ") }
+    )];
+    for Unavailable { command, reason } in &tools.unavailable {
+        lines.push(format!("  not served: {command}: {reason}"));
+    }
+    lines
 }

@@ -44,6 +44,8 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
         SettingKey::EnableMcpServer => settings.enable_mcp_server = switch(value)?,
         SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled = switch(value)?,
         SettingKey::NodeScreenEnabled => settings.node_screen_enabled = switch(value)?,
+        SettingKey::NodeCameraEnabled => settings.node_camera_enabled = switch(value)?,
+        SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled = switch(value)?,
         SettingKey::SandboxEnabled => sandbox.enabled = switch(value)?,
         SettingKey::SandboxNetwork => sandbox.network = switch(value)?,
         SettingKey::SandboxWritablePaths => {
@@ -64,6 +66,8 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::EnableMcpServer => settings.enable_mcp_server.into(),
         SettingKey::NodeSystemRunEnabled => settings.node_system_run_enabled.into(),
         SettingKey::NodeScreenEnabled => settings.node_screen_enabled.into(),
+        SettingKey::NodeCameraEnabled => settings.node_camera_enabled.into(),
+        SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled.into(),
         SettingKey::SandboxEnabled => sandbox.enabled.into(),
         SettingKey::SandboxNetwork => sandbox.network.into(),
         SettingKey::SandboxWritablePaths => {

@@ -240,3 +240,52 @@ fn an_unknown_pinned_revision_is_a_usage_error_listing_the_served_ones() {
         .code(2)
         .stderr(contains("2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"));
 }
+
+#[test]
+fn status_names_what_is_served_and_why_the_rest_is_not_and_follows_the_switches() {
+    let sandbox = Sandbox::new();
+    let data = sandbox.data();
+    let node = Node::start_with(&sandbox, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(&data);
+        command.env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY");
+    });
+    let status = |sandbox: &Sandbox| -> serde_json::Value {
+        let output = sandbox.clawmcp(["node", "status", "--json", "--data-dir"]).arg(sandbox.data()).output().unwrap();
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let reason_of = |status: &serde_json::Value, command: &str| -> Option<String> {
+        status["tools"]["unavailable"].as_array()?.iter().find(|entry| entry["command"] == command)?["reason"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let first = crate::support::wait_for(
+        std::time::Duration::from_secs(20),
+        "the status file's tools",
+        || Some(status(&sandbox)).filter(|status| status["tools"]["served"].is_array()),
+        || node.stderr(),
+    );
+    assert!(first["tools"]["served"].as_array().unwrap().iter().any(|name| name == "system.run"), "{first}");
+    let off = reason_of(&first, "screen.snapshot").expect("screen.snapshot is not served");
+    assert!(off.contains("clawmcp settings set NodeScreenEnabled true"), "{off}");
+    sandbox
+        .clawmcp(["node", "status", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .success()
+        .stdout(contains("not served: screen.snapshot: off: NodeScreenEnabled is false"));
+
+    // The switch on: still not served here, now because there is no display (and what fixes that).
+    sandbox
+        .clawmcp(["settings", "--data-dir"])
+        .arg(sandbox.data())
+        .args(["set", "NodeScreenEnabled", "true"])
+        .assert()
+        .success();
+    let missing = crate::support::wait_for(
+        std::time::Duration::from_secs(20),
+        "the status to follow the switch",
+        || reason_of(&status(&sandbox), "screen.snapshot").filter(|reason| reason.starts_with("unavailable")),
+        || node.stderr(),
+    );
+    assert!(missing.contains("no X display: DISPLAY is unset") && missing.contains("apt install xvfb"), "{missing}");
+}

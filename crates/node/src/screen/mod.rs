@@ -23,10 +23,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::tool::codes::INVALID_REQUEST;
 use clawmcp_mcp::{Content, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 
+use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Capability, Command, CommandSpec};
 use crate::settings::LiveSettings;
 
@@ -37,11 +38,6 @@ pub const MIN_WIDTH: u32 = 16;
 pub const MAX_WIDTH: u32 = 7680;
 pub const MAX_SCREEN_INDEX: u64 = 32;
 const DEFAULT_QUALITY: u8 = 80;
-
-/// The error of a call while the switch is off.
-pub const SCREEN_DISABLED: &str = "screen.snapshot is disabled by user setting: a capture shows whatever is on the \
-                                   screen, so it is off until you turn it on (clawmcp settings set NodeScreenEnabled \
-                                   true); it applies at once.";
 
 /// The `screen` capability.
 pub struct ScreenCapability {
@@ -56,17 +52,16 @@ impl ScreenCapability {
 
     /// Captures `display` (`:99`), or the one `DISPLAY` names when `None`.
     pub fn for_display(settings: Arc<LiveSettings>, display: Option<String>) -> Self {
-        let listed = {
-            let (settings, display) = (settings.clone(), display.clone());
-            move || settings.current().node_screen_enabled && has_display(display.as_deref())
+        let gate = {
+            let display = display.clone();
+            Gate::new(settings, Some(&Switch::SCREEN), move || x11_display(display.as_deref()))
         };
-        let snapshot = command_spec()
-            .with_output_handler(move |request, ctx| {
-                let (settings, display) = (settings.clone(), display.clone());
+        let snapshot = command_spec().with_output_handler({
+            let gate = gate.clone();
+            move |request, ctx| {
+                let (gate, display) = (gate.clone(), display.clone());
                 async move {
-                    if !settings.current().node_screen_enabled {
-                        return Err(ToolFailure::new(SCREEN_DISABLED).with_code(UNAVAILABLE));
-                    }
+                    gate.admit("screen.snapshot")?;
                     let args = SnapshotArgs::parse(&request.args)?;
                     let work = tokio::task::spawn_blocking(move || snapshot(display.as_deref(), &args));
                     tokio::select! {
@@ -75,9 +70,9 @@ impl ScreenCapability {
                         done = work => done.map_err(|e| ToolFailure::new(format!("Capture failed: {e}")))?,
                     }
                 }
-            })
-            .listed_while(listed);
-        ScreenCapability { commands: vec![snapshot] }
+            }
+        });
+        ScreenCapability { commands: vec![gate.apply(snapshot)] }
     }
 }
 
@@ -87,9 +82,22 @@ impl Capability for ScreenCapability {
     }
 }
 
-/// Whether there is an X display to capture: named, or in `DISPLAY`.
-fn has_display(display: Option<&str>) -> bool {
-    display.is_some() || std::env::var_os("DISPLAY").is_some_and(|value| !value.is_empty())
+/// Whether there is an X display to capture: named, or in `DISPLAY`. (Whether it answers is
+/// learnt by the capture, which says so.)
+fn x11_display(display: Option<&str>) -> Result<(), MissingBackend> {
+    if display.is_some() || std::env::var_os("DISPLAY").is_some_and(|value| !value.is_empty()) {
+        return Ok(());
+    }
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|value| !value.is_empty());
+    Err(MissingBackend::new(
+        match wayland {
+            true => {
+                "no X display: this is a Wayland session without Xwayland's DISPLAY (the desktop portal is not supported yet)"
+            }
+            false => "no X display: DISPLAY is unset",
+        },
+        "run the node inside your X session (DISPLAY=:0), or on a headless machine under Xvfb (apt install xvfb)",
+    ))
 }
 
 pub fn command_spec() -> CommandSpec {

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use clawmcp_mcp::CallContext;
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ChangeWindowAttributesAux, ConnectionExt as _, CreateWindowAux, WindowClass};
 
@@ -249,7 +250,16 @@ async fn the_switch_is_off_by_default_and_applies_at_once() {
     let command = capability.commands.first().unwrap().clone();
     assert!(!command.is_listed(), "off: not listed");
     let error = call(&capability, json!({})).await.unwrap_err();
-    assert_eq!((error.message.as_str(), error.code), (SCREEN_DISABLED, Some(UNAVAILABLE)));
+    assert_eq!(error.code, Some(UNAVAILABLE));
+    assert!(
+        error
+            .message
+            .starts_with("screen.snapshot is disabled by user setting: a capture shows whatever is on the screen")
+            && error.message.contains("clawmcp settings set NodeScreenEnabled true"),
+        "{}",
+        error.message
+    );
+    assert!(command.unavailable_reason().is_some_and(|reason| reason.starts_with("off: NodeScreenEnabled is false")));
     assert!(!crate::settings::Settings::default().node_screen_enabled, "off unless the user turns it on");
 
     std::fs::write(settings.path(), "{\"NodeScreenEnabled\": true}").unwrap();

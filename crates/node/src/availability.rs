@@ -1,0 +1,190 @@
+//! Whether a command can be served right now, and in words why not.
+//!
+//! Two things decide it: the owner's switch (the sensitive capabilities, screen, camera and
+//! clipboard reading, are off until the owner turns each on) and the backend the command needs
+//! on this machine (an X display, ffmpeg, a camera). A [`Gate`] holds both, and that one check
+//! decides what `tools/list` shows (through [`clawmcp_mcp::ToolDef::available_while`]), what a
+//! call that reaches a hidden command answers ([`Gate::admit`]), and what `clawmcp node status`
+//! and `clawmcp doctor` report ([`crate::Registry::unavailable`]). Both are read live: turning a
+//! switch off, or the display going away, applies to the next list and the next call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clawmcp_mcp::ToolFailure;
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
+
+use crate::capability::Command;
+use crate::settings::{LiveSettings, Settings};
+
+/// An owner's switch in `settings.json` for a sensitive capability.
+#[derive(Debug)]
+pub struct Switch {
+    /// The setting's name (upstream's where one exists).
+    pub setting: &'static str,
+    /// What an agent could learn or do with it on, said to a caller while it is off.
+    pub why: &'static str,
+    is_on: fn(&Settings) -> bool,
+}
+
+impl Switch {
+    pub const SCREEN: Switch = Switch {
+        setting: "NodeScreenEnabled",
+        why: "a capture shows whatever is on the screen",
+        is_on: |settings| settings.node_screen_enabled,
+    };
+    pub const CAMERA: Switch = Switch {
+        setting: "NodeCameraEnabled",
+        why: "the camera sees the room in front of this machine",
+        is_on: |settings| settings.node_camera_enabled,
+    };
+    pub const CLIPBOARD_READ: Switch = Switch {
+        setting: "NodeClipboardReadEnabled",
+        why: "the clipboard may hold passwords and anything else you copied",
+        is_on: |settings| settings.node_clipboard_read_enabled,
+    };
+
+    pub fn is_on(&self, settings: &Settings) -> bool {
+        (self.is_on)(settings)
+    }
+
+    /// What a call of `command` answers while the switch is off (what, why, what to do).
+    pub fn refusal(&self, command: &str) -> ToolFailure {
+        ToolFailure::new(format!(
+            "{command} is disabled by user setting: {}, so it is off until you turn it on (clawmcp settings set {} \
+             true); it applies at once.",
+            self.why, self.setting
+        ))
+        .with_code(UNAVAILABLE)
+    }
+
+    /// The status line of a command behind this switch while it is off.
+    fn status(&self) -> String {
+        format!(
+            "off: {} is false; turn it on with `clawmcp settings set {} true` (applies at once)",
+            self.setting, self.setting
+        )
+    }
+}
+
+/// A backend this machine lacks: what is missing, and what would provide it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingBackend {
+    /// `ffmpeg is not installed`, `no X display: DISPLAY is unset`.
+    pub what: String,
+    /// `install it: apt install ffmpeg`.
+    pub fix: String,
+}
+
+impl MissingBackend {
+    pub fn new(what: impl Into<String>, fix: impl Into<String>) -> Self {
+        MissingBackend { what: what.into(), fix: fix.into() }
+    }
+
+    /// `program` on the node's `PATH` (absolute entries only), or which Debian `package` has it.
+    pub fn program(program: &str, package: &str) -> Result<PathBuf, MissingBackend> {
+        let absolute = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+            .filter(|dir| dir.is_absolute());
+        let found = std::env::join_paths(absolute)
+            .ok()
+            .and_then(|path| which::which_in_global(program, Some(path)).ok())
+            .and_then(|mut hits| hits.next());
+        found.ok_or_else(|| {
+            MissingBackend::new(
+                format!("{program} is not installed (not on the node's PATH)"),
+                format!("install it: apt install {package}"),
+            )
+        })
+    }
+}
+
+impl std::fmt::Display for MissingBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; {}", self.what, self.fix)
+    }
+}
+
+/// The live check for one capability's commands: its switch (if any) and its backend probe.
+#[derive(Clone)]
+pub struct Gate {
+    settings: Arc<LiveSettings>,
+    switch: Option<&'static Switch>,
+    backend: Arc<dyn Fn() -> Result<(), MissingBackend> + Send + Sync>,
+}
+
+impl Gate {
+    /// `backend` is probed on every list and call, so keep it cheap (an env var, a `PATH`
+    /// lookup, a directory scan); a backend that can only be proven by using it fails the call.
+    pub fn new(
+        settings: Arc<LiveSettings>,
+        switch: Option<&'static Switch>,
+        backend: impl Fn() -> Result<(), MissingBackend> + Send + Sync + 'static,
+    ) -> Self {
+        Gate { settings, switch, backend: Arc::new(backend) }
+    }
+
+    /// `Ok` while the command is served; else why not, in a status line.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(switch) = self.switch.filter(|switch| !switch.is_on(&self.settings.current())) {
+            return Err(switch.status());
+        }
+        (self.backend)().map_err(|missing| format!("unavailable: {missing}"))
+    }
+
+    /// Before a call of `command` runs: the switch's refusal, or the missing backend, as the
+    /// call's error (code `UNAVAILABLE`).
+    pub fn admit(&self, command: &str) -> Result<(), ToolFailure> {
+        if let Some(switch) = self.switch.filter(|switch| !switch.is_on(&self.settings.current())) {
+            return Err(switch.refusal(command));
+        }
+        (self.backend)().map_err(|missing| {
+            ToolFailure::new(format!("{command} is not available on this machine: {missing}")).with_code(UNAVAILABLE)
+        })
+    }
+
+    /// `command`, listed only while this gate is open.
+    pub fn apply(&self, command: Command) -> Command {
+        let gate = self.clone();
+        command.available_while(move || gate.check())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(settings: &Arc<LiveSettings>, backend: Result<(), MissingBackend>) -> Gate {
+        Gate::new(settings.clone(), Some(&Switch::CAMERA), move || backend.clone())
+    }
+
+    #[test]
+    fn the_switch_decides_first_then_the_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Arc::new(LiveSettings::open(dir.path().join("settings.json")).unwrap());
+        let missing = MissingBackend::new("no camera", "plug one in");
+        let (off, absent) = (gate(&settings, Ok(())), gate(&settings, Err(missing.clone())));
+        let status = off.check().unwrap_err();
+        assert!(status.contains("clawmcp settings set NodeCameraEnabled true"), "{status}");
+        let refusal = off.admit("camera.snap").unwrap_err();
+        assert!(refusal.message.starts_with("camera.snap is disabled by user setting"), "{}", refusal.message);
+        assert_eq!(refusal.code, Some(UNAVAILABLE));
+
+        let mut on = Settings::default();
+        on.node_camera_enabled = true;
+        on.save(&dir.path().join("settings.json")).unwrap();
+        assert_eq!(off.check(), Ok(()), "the switch applies at once");
+        assert_eq!(absent.check(), Err("unavailable: no camera; plug one in".to_owned()));
+        let error = absent.admit("camera.snap").unwrap_err();
+        assert_eq!(error.message, "camera.snap is not available on this machine: no camera; plug one in");
+    }
+
+    #[test]
+    fn a_program_is_found_on_path_or_named_with_its_package() {
+        assert!(MissingBackend::program("sh", "dash").is_ok_and(|path| path.is_absolute()));
+        let missing = MissingBackend::program("clawmcp-no-such-program", "clawmcp-pkg").unwrap_err();
+        assert_eq!(missing.fix, "install it: apt install clawmcp-pkg");
+        assert!(missing.what.starts_with("clawmcp-no-such-program is not installed"), "{}", missing.what);
+    }
+}
