@@ -80,10 +80,17 @@ pub fn xvfb(dir: &Path) -> (Spawned, String) {
 
 /// [`xvfb`] with one screen of `geometry` (`WIDTHxHEIGHTxDEPTH`).
 pub fn xvfb_sized(dir: &Path, geometry: &str) -> (Spawned, String) {
+    xvfb_with(dir, geometry, &[])
+}
+
+/// [`xvfb_sized`] with more server arguments (`-extension MIT-SHM` turns one off).
+pub fn xvfb_with(dir: &Path, geometry: &str, extra: &[&str]) -> (Spawned, String) {
     let mut server = Spawned::start(
         "Xvfb",
         "xvfb",
-        Command::new("Xvfb").args(["-displayfd", "1", "-screen", "0", geometry, "-nolisten", "tcp", "-noreset"]),
+        Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", geometry, "-nolisten", "tcp", "-noreset"])
+            .args(extra),
         dir,
     );
     let display = format!(":{}", server.ready_line());

@@ -214,13 +214,16 @@ fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32) {
 }
 
 fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
+    let started = std::time::Instant::now();
     let captured = x11::capture(display, args.screen_index, args.include_pointer).map_err(ToolFailure::new)?;
+    let capture_time = started.elapsed();
     let (width, height) = target_size(captured.width, captured.height, args.max_width);
     let rgb = match (width, height) == (captured.width, captured.height) {
         true => captured.rgb,
         false => resize(captured.rgb, captured.width, captured.height, width, height)?,
     };
     let bytes = encode(&rgb, width, height, args.format, args.quality)?;
+    let encode_time = started.elapsed() - capture_time;
     let captured_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     tracing::info!(
         screen = args.screen_index,
@@ -228,6 +231,9 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
         height,
         bytes = bytes.len(),
         format = args.format.name(),
+        shm = captured.shared_memory,
+        capture_ms = capture_time.as_secs_f64() * 1e3,
+        encode_ms = encode_time.as_secs_f64() * 1e3,
         "screen captured"
     );
     let base64 = STANDARD.encode(&bytes);
@@ -235,7 +241,13 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
         .monitors
         .iter()
         .enumerate()
-        .map(|(index, m)| json!({"index": index, "x": m.x, "y": m.y, "width": m.width, "height": m.height, "primary": m.primary}))
+        .map(|(index, m)| {
+            json!({
+                "index": index, "name": m.name, "x": m.x, "y": m.y, "width": m.width, "height": m.height,
+                "widthMm": m.width_mm, "heightMm": m.height_mm, "primary": m.primary,
+                "scaleFactor": captured.scale_factor,
+            })
+        })
         .collect();
     let scale = f64::from(width) / f64::from(captured.width);
     let meta = json!({

@@ -10,7 +10,7 @@ use x11rb::protocol::xproto::{ChangeWindowAttributesAux, ConnectionExt as _, Cre
 
 use super::*;
 use crate::capability::{Caller, InvokeRequest};
-use crate::test_support::{Spawned, xvfb_sized};
+use crate::test_support::{Spawned, xvfb_with};
 
 /// A random 24-bit colour, never black (the server's own background) and never white.
 fn random_colour() -> [u8; 3] {
@@ -35,22 +35,123 @@ struct Scene {
 }
 
 fn scene_sized(geometry: &str) -> Scene {
+    scene_with(geometry, &[])
+}
+
+fn scene_with(geometry: &str, server_args: &[&str]) -> Scene {
     let dir = tempfile::tempdir().unwrap();
-    let (server, display) = xvfb_sized(dir.path(), geometry);
+    let (server, display) = xvfb_with(dir.path(), geometry, server_args);
     let (background, window) = (random_colour(), random_colour());
     let (conn, screen) = x11rb::connect(Some(&display)).unwrap();
     let root = conn.setup().roots[screen].root;
     conn.change_window_attributes(root, &ChangeWindowAttributesAux::new().background_pixel(pixel_value(background)))
         .unwrap();
     conn.clear_area(false, root, 0, 0, 0, 0).unwrap();
-    let id = conn.generate_id().unwrap();
-    let aux = CreateWindowAux::new().background_pixel(pixel_value(window)).override_redirect(1);
-    conn.create_window(24, id, root, 100, 50, 80, 60, 0, WindowClass::INPUT_OUTPUT, 0, &aux).unwrap();
-    conn.map_window(id).unwrap();
-    conn.get_input_focus().unwrap().reply().unwrap(); // a round trip: everything above is done
+    paint(&conn, root, (100, 50, 80, 60), window);
     // The window must outlive the connection: keep the client alive by leaking it to the test.
     std::mem::forget(conn);
     Scene { _server: server, display, background, window, _dir: dir }
+}
+
+/// A borderless window of `colour` at `(x, y, width, height)`, mapped and drawn when this returns.
+fn paint(conn: &impl Connection, root: u32, (x, y, width, height): (i16, i16, u16, u16), colour: [u8; 3]) {
+    let id = conn.generate_id().unwrap();
+    let aux = CreateWindowAux::new().background_pixel(pixel_value(colour)).override_redirect(1);
+    conn.create_window(24, id, root, x, y, width, height, 0, WindowClass::INPUT_OUTPUT, 0, &aux).unwrap();
+    conn.map_window(id).unwrap();
+    conn.get_input_focus().unwrap().reply().unwrap(); // a round trip: everything above is done
+}
+
+/// Runs `program args` against `display`, failing the test (with the package to install) if it
+/// is missing or fails.
+fn run_x_tool(display: &str, program: &str, package: &str, args: &[&str], stdin: &str) {
+    use std::io::Write;
+    crate::test_support::require(program, package);
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .env("DISPLAY", display)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{program} {args:?} failed: {status}");
+}
+
+#[test]
+fn every_monitor_is_captured_with_its_geometry_and_the_desktop_scale() {
+    let scene = scene_sized("1280x720x24");
+    // Two RandR monitors of different sizes over the one Xvfb screen, the left one primary.
+    run_x_tool(
+        &scene.display,
+        "xrandr",
+        "x11-xserver-utils",
+        &["--setmonitor", "*left", "800/200x720/150+0+0", "none"],
+        "",
+    );
+    run_x_tool(
+        &scene.display,
+        "xrandr",
+        "x11-xserver-utils",
+        &["--setmonitor", "right", "480/100x400/100+800+0", "none"],
+        "",
+    );
+    run_x_tool(&scene.display, "xrdb", "x11-xserver-utils", &["-nocpp", "-merge"], "Xft.dpi: 144\n");
+    let (left, right) = (random_colour(), random_colour());
+    let (conn, screen) = x11rb::connect(Some(&scene.display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    paint(&conn, root, (0, 0, 800, 720), left);
+    paint(&conn, root, (800, 0, 480, 400), right);
+
+    let shot = |index: u64| {
+        let output =
+            snapshot(Some(&scene.display), &args(json!({"screenIndex": index, "includePointer": false}))).unwrap();
+        let (rgb, width, height, _) = decoded(&output);
+        (rgb, width, height, output.payload.unwrap())
+    };
+    let (rgb, width, height, meta) = shot(0);
+    assert_eq!((width, height), (800, 720), "the primary monitor comes first");
+    for (x, y) in [(0, 0), (799, 0), (0, 719), (799, 719)] {
+        assert_eq!(at(&rgb, width, x, y), left, "({x},{y}) of the left monitor");
+    }
+    let names: Vec<&str> = meta["monitors"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["left", "screen", "right"], "primary first, then left to right");
+    assert_eq!(
+        meta["monitors"][2],
+        json!({"index": 2, "name": "right", "x": 800, "y": 0, "width": 480, "height": 400, "widthMm": 100,
+               "heightMm": 100, "primary": false, "scaleFactor": 1.5}),
+        "geometry, physical size, and Xft.dpi 144 / 96"
+    );
+    assert_eq!(meta["monitors"][0]["primary"], true);
+
+    let (rgb, width, height, meta) = shot(2);
+    assert_eq!((width, height, meta["screenIndex"].clone()), (480, 400, json!(2)));
+    for (x, y) in [(0, 0), (479, 0), (0, 399), (479, 399)] {
+        assert_eq!(at(&rgb, width, x, y), right, "({x},{y}) of the right monitor");
+    }
+    let (rgb, width, height, _) = shot(1);
+    assert_eq!((width, height), (1280, 720), "the whole screen is a monitor too");
+    assert_eq!(at(&rgb, width, 1000, 600), scene.background, "below the right monitor: the root");
+    assert_eq!(at(&rgb, width, 900, 100), right);
+}
+
+#[test]
+fn shared_memory_where_the_server_has_it_and_the_core_request_where_not_see_the_same_pixels() {
+    let with_shm = scene();
+    let shared = x11::capture(Some(&with_shm.display), 0, false).unwrap();
+    assert!(shared.shared_memory, "Xvfb offers MIT-SHM 1.2");
+    let without_shm = scene_with("640x480x24", &["-extension", "MIT-SHM"]);
+    let core = x11::capture(Some(&without_shm.display), 0, false).unwrap();
+    assert!(!core.shared_memory, "no MIT-SHM: the core request");
+    for (scene, captured) in [(&with_shm, &shared), (&without_shm, &core)] {
+        assert_eq!((captured.width, captured.height), (640, 480));
+        assert_eq!(at(&captured.rgb, 640, 5, 5), scene.background);
+        assert_eq!(at(&captured.rgb, 640, 100, 50), scene.window);
+        assert_eq!(at(&captured.rgb, 640, 179, 109), scene.window);
+        assert_eq!(at(&captured.rgb, 640, 180, 110), scene.background);
+        let painted = captured.rgb.chunks_exact(3).filter(|p| *p == scene.window).count();
+        assert_eq!(painted, 80 * 60, "exactly the window's pixels");
+    }
 }
 
 fn scene() -> Scene {
@@ -112,9 +213,14 @@ fn a_png_holds_exactly_the_pixels_on_the_screen() {
     );
     assert_eq!(
         meta["monitors"],
-        json!([{"index": 0, "x": 0, "y": 0, "width": 640, "height": 480, "primary": false}]),
-        "as RandR reports Xvfb's one monitor (none marked primary)"
+        json!([{
+            "index": 0, "name": "screen", "x": 0, "y": 0, "width": 640, "height": 480,
+            "widthMm": meta["monitors"][0]["widthMm"], "heightMm": meta["monitors"][0]["heightMm"],
+            "primary": false, "scaleFactor": 1.0,
+        }]),
+        "as RandR reports Xvfb's one monitor (none marked primary), with no Xft.dpi set"
     );
+    assert!(meta["monitors"][0]["widthMm"].as_u64().is_some_and(|mm| mm > 0), "Xvfb reports a physical size");
     assert!(!meta.to_string().contains(&output_base64(&output)), "never base64 in the text");
     let gateway = output.gateway_payload();
     assert_eq!(gateway["format"], "png");
