@@ -1,5 +1,6 @@
 //! One X11 capture: the monitors (RandR), the pixels of one (core `GetImage`, Z-pixmap), and the
-//! pointer drawn on top (XFixes `GetCursorImage`). Blocking: run it on the blocking pool.
+//! pointer drawn on top (XFixes `GetCursorImage`); or just one monitor's rectangle, for
+//! `screen.record`. Blocking: run it on the blocking pool.
 
 use x11rb::connection::Connection;
 use x11rb::protocol::randr::ConnectionExt as _;
@@ -31,22 +32,9 @@ pub type CaptureError = String;
 
 /// The monitors of `display`, then the pixels of monitor `index`, with the pointer if asked.
 pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Result<Captured, CaptureError> {
-    let (conn, screen_number) = x11rb::connect(display).map_err(|error| {
-        format!(
-            "Screen capture not available: cannot open the X display {} ({error})",
-            display.map_or_else(|| "named by DISPLAY".to_owned(), |d| format!("`{d}`"))
-        )
-    })?;
-    let screen = &conn.setup().roots[screen_number];
-    let root = screen.root;
-    let monitors = monitors(&conn, root, screen.width_in_pixels, screen.height_in_pixels);
-    let Some(monitor) = monitors.get(index).copied() else {
-        return Err(format!(
-            "screenIndex {index} does not exist: this display has {} monitor(s), 0..{}",
-            monitors.len(),
-            monitors.len() - 1
-        ));
-    };
+    let (conn, screen_number) = connect(display)?;
+    let root = conn.setup().roots[screen_number].root;
+    let (monitor, monitors) = pick(&conn, screen_number, index)?;
     let failed = |error: &dyn std::fmt::Display| format!("Capture failed: {error}");
     let image = conn
         .get_image(ImageFormat::Z_PIXMAP, root, monitor.x, monitor.y, monitor.width, monitor.height, !0)
@@ -84,6 +72,36 @@ pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Re
         draw_pointer(&conn, &monitor, &mut rgb, width, height);
     }
     Ok(Captured { rgb, width, height, monitors, index })
+}
+
+/// Monitor `index` of `display` and all its monitors, without capturing: what `screen.record`
+/// hands to ffmpeg's x11grab.
+pub fn monitor(display: Option<&str>, index: usize) -> Result<(Monitor, Vec<Monitor>), CaptureError> {
+    let (conn, screen_number) = connect(display)?;
+    pick(&conn, screen_number, index)
+}
+
+fn connect(display: Option<&str>) -> Result<(x11rb::rust_connection::RustConnection, usize), CaptureError> {
+    x11rb::connect(display).map_err(|error| {
+        format!(
+            "Screen capture not available: cannot open the X display {} ({error})",
+            display.map_or_else(|| "named by DISPLAY".to_owned(), |d| format!("`{d}`"))
+        )
+    })
+}
+
+/// Monitor `index` of the screen, or why there is no such monitor.
+fn pick(conn: &impl Connection, screen_number: usize, index: usize) -> Result<(Monitor, Vec<Monitor>), CaptureError> {
+    let screen = &conn.setup().roots[screen_number];
+    let monitors = monitors(conn, screen.root, screen.width_in_pixels, screen.height_in_pixels);
+    match monitors.get(index).copied() {
+        Some(monitor) => Ok((monitor, monitors)),
+        None => Err(format!(
+            "screenIndex {index} does not exist: this display has {} monitor(s), 0..{}",
+            monitors.len(),
+            monitors.len() - 1
+        )),
+    }
 }
 
 /// RandR's monitors (primary first, then left to right); the whole root when RandR has none.
