@@ -25,6 +25,7 @@
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock};
@@ -134,7 +135,8 @@ pub(super) fn command(settings: Arc<LiveSettings>, display: Option<String>, opti
 }
 
 pub fn command_spec() -> CommandSpec {
-    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
         name: "screen.record",
         title: Some("Screen recording"),
         output_schema: None,
@@ -162,6 +164,7 @@ pub fn command_spec() -> CommandSpec {
             .into(),
         ),
         annotations: ToolAnnotations::READ_ONLY,
+    }
     });
     SPEC.clone()
 }
@@ -243,6 +246,7 @@ impl Recorder {
         }
         let dir = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&self.options.temp_root)
             .map_err(|e| failed(format!("cannot make a directory in {}: {e}", self.options.temp_root.display())))?;
         remove_stale(&self.options.temp_root, dir.path(), SystemTime::now());
@@ -257,8 +261,9 @@ impl Recorder {
             // zerolatency: no frame is held back in the encoder, so after `-fs` is reached at
             // most the frame being written follows.
             .args(["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p"])
-            // direct: the file's size on disk is what ffmpeg has written, which `-fs` compares.
-            .args(["-fs", &size.stop_at.to_string(), "-avioflags", "direct", "-y"])
+            // `-fs` compares the bytes ffmpeg has written (its own count, buffered ones included),
+            // so it stops after the first frame that reaches `stop_at`.
+            .args(["-fs", &size.stop_at.to_string(), "-y"])
             .arg(&output)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -304,8 +309,8 @@ impl Recorder {
         // Cut short by the size bound: ffmpeg reached `stop_at` before the clip's last frame
         // (half a frame's tolerance for the timestamps' rounding).
         let frame_ms = 1000.0 / f64::from(args.fps);
-        let truncated = facts.index_offset >= size.stop_at
-            && (facts.duration_ms as f64) + frame_ms / 2.0 < args.duration_ms as f64;
+        let truncated =
+            facts.index_offset >= size.stop_at && (facts.duration_ms as f64) + frame_ms / 2.0 < args.duration_ms as f64;
         tracing::info!(
             screen = args.screen_index,
             width,
