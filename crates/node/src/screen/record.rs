@@ -277,6 +277,7 @@ impl Recorder {
         tokio::pin!(deadline);
         let mut ticks = tokio::time::interval(Duration::from_secs(1));
         let total = args.duration_ms as f64 / 1000.0;
+        let mut reported = 0.0;
         let status = loop {
             tokio::select! {
                 status = child.wait() => break status.map_err(|e| failed(format!("cannot wait for ffmpeg: {e}")))?,
@@ -293,9 +294,11 @@ impl Recorder {
                     )));
                 }
                 _ = ticks.tick() => {
-                    if let Some(progress) = &ctx.progress {
-                        let seconds = started.elapsed().as_secs_f64().min(total).floor();
+                    // Whole seconds recorded, each once (the first tick is at 0 s).
+                    let seconds = started.elapsed().as_secs_f64().min(total).floor();
+                    if let Some(progress) = ctx.progress.as_ref().filter(|_| seconds > reported) {
                         progress.report(seconds, Some(total), Some("recording"));
+                        reported = seconds;
                     }
                 }
             }

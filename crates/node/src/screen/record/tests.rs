@@ -474,3 +474,39 @@ fn recordings_left_by_a_dead_node_are_removed_after_an_hour() {
     assert!(exists("other-old"), "only our prefix");
     assert!(exists("clawmcp-record-link") && target.join("recording.mp4").exists(), "a symlink is not followed");
 }
+
+#[tokio::test]
+async fn a_monitor_right_of_the_first_is_recorded_at_its_offset() {
+    let desktop = Desktop::new("640x240x24");
+    // A second RandR monitor over the right half (Xvfb has one until told otherwise).
+    require("xrandr", "x11-xserver-utils");
+    let status = Std::new("xrandr")
+        .args(["--display", &desktop.display, "--setmonitor", "right", "320/0x240/0+320+0", "none"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let left = random_colour();
+    let right = std::iter::repeat_with(random_colour).find(|&c| !close(c, left, 24)).unwrap();
+    desktop.paint(left);
+    let window = desktop.conn.generate_id().unwrap();
+    let aux = x11rb::protocol::xproto::CreateWindowAux::new().background_pixel(pixel_value(right)).override_redirect(1);
+    let class = x11rb::protocol::xproto::WindowClass::INPUT_OUTPUT;
+    desktop.conn.create_window(24, window, desktop.root, 320, 0, 320, 240, 0, class, 0, &aux).unwrap();
+    desktop.conn.map_window(window).unwrap();
+    desktop.conn.get_input_focus().unwrap().reply().unwrap();
+    let (_, monitors) = x11::monitor(Some(&desktop.display), 0).unwrap();
+    let index = monitors.iter().position(|m| (m.x, m.width) == (320, 320)).expect("the right monitor");
+
+    let capability = desktop.capability(SizeBound::default());
+    let output = call(&capability, json!({"durationMs": 300, "screenIndex": index}), CallContext::detached()).await;
+    let output = output.unwrap();
+    assert_eq!(output.payload.as_ref().unwrap()["screenIndex"], json!(index));
+    let mp4 = video(&output);
+    assert_eq!(probe(&mp4).1, 320);
+    // Away from the pointer (in the middle of the whole screen, on the seam); recorded at offset
+    // 0 instead, these would be the left monitor's colour.
+    for (x, y) in [(300, 5), (300, 235)] {
+        let pixels = pixel_per_frame(&mp4, 320, 240, x, y);
+        assert!(pixels.iter().all(|&p| close(p, right, 8)), "({x},{y}) {:?}, the right monitor is {right:?}", pixels);
+    }
+}
