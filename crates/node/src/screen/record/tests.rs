@@ -294,7 +294,7 @@ async fn one_recording_at_a_time() {
     assert!(refused.message.contains("a recording is already running"), "{}", refused.message);
     let third = call(&capability, json!({"durationMs": 100}), CallContext::detached()).await.unwrap();
     let (_, _, _, frames, _) = probe(&video(&third));
-    assert_eq!(frames, 1, "100 ms at 10 fps, once the first has ended");
+    assert!((1..=2).contains(&frames), "100 ms at 10 fps (one frame, +1 for jitter), once the first has ended");
 }
 
 #[tokio::test]
@@ -395,7 +395,8 @@ async fn the_switch_ffmpeg_and_the_display_decide_whether_it_is_served() {
     let served = with_path(with.path());
     assert!(record_command(&served).is_listed());
     let output = call(&served, json!({"durationMs": 100}), CallContext::detached()).await.unwrap();
-    assert_eq!(probe(&video(&output)).3, 1, "recorded by the ffmpeg found on that PATH");
+    // 100 ms at 10 fps: one frame, two when the grab's timestamps jitter under load.
+    assert!((1..=2).contains(&probe(&video(&output)).3), "recorded by the ffmpeg found on that PATH");
     let error = call(&served, json!({"durationMs": 100, "screenIndex": 1}), CallContext::detached()).await.unwrap_err();
     assert_eq!(error.message, "screenIndex 1 does not exist: this display has 1 monitor(s), 0..0");
 }
