@@ -5,10 +5,12 @@
 #   iproute2             - network namespaces for device.status network tests
 #   e2fsprogs (chattr)   - immutable directories for permission tests run as root
 #   procps               - ps/pgrep in process-tree tests
+#   ffmpeg               - screen.record's backend (x11grab, libx264); ffprobe checks its clips
+#   x11-xserver-utils    - xrandr --setmonitor: a second monitor on Xvfb for screen.record
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb dunst dbus dbus-bin systemd iproute2 e2fsprogs procps)
+packages=(xvfb dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg x11-xserver-utils)
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -8,6 +8,7 @@
 //! and `clawmcp doctor` report ([`crate::Registry::unavailable`]). Both are read live: turning a
 //! switch off, or the display going away, applies to the next list and the next call.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -83,7 +84,13 @@ impl MissingBackend {
 
     /// `program` on the node's `PATH` (absolute entries only), or which Debian `package` has it.
     pub fn program(program: &str, package: &str) -> Result<PathBuf, MissingBackend> {
-        let absolute = std::env::var_os("PATH")
+        MissingBackend::program_in(program, package, std::env::var_os("PATH").as_deref())
+    }
+
+    /// [`MissingBackend::program`] on the search path `path` (a `PATH` value), so a caller or a
+    /// test can name one other than the process environment's.
+    pub fn program_in(program: &str, package: &str, path: Option<&OsStr>) -> Result<PathBuf, MissingBackend> {
+        let absolute = path
             .into_iter()
             .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
             .filter(|dir| dir.is_absolute());

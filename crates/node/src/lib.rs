@@ -9,7 +9,7 @@
 //! - [`system`]: `system.*` (which, notify, run, run.prepare, execApprovals.get/set).
 //! - [`approvals`]: the V2 exec-approval policy, its store and the headless prompt queue.
 //! - [`device`]: `device.info`, `device.status`.
-//! - [`screen`]: `screen.snapshot` (X11).
+//! - [`screen`]: `screen.snapshot` and `screen.record` (X11; recording through ffmpeg).
 
 pub mod approvals;
 pub mod availability;

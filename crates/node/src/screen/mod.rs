@@ -1,9 +1,11 @@
-//! `screen.snapshot`: one monitor's pixels as an image a model can read (category `screen`).
+//! `screen.snapshot`: one monitor's pixels as an image a model can read, and `screen.record`: a
+//! clip of one monitor as an mp4 (category `screen`).
 //!
 //! | file | what it does |
 //! | --- | --- |
 //! | [`x11`] | the capture: RandR monitors, core `GetImage`, the XFixes cursor drawn on top |
-//! | this file | arguments (upstream's names, defaults and clamps), scaling, PNG/JPEG encoding, the answer |
+//! | [`record`] | `screen.record`: ffmpeg x11grab into a private temp dir, size and time bounds, stopping |
+//! | this file | `screen.snapshot`'s arguments (upstream's names, defaults and clamps), scaling, PNG/JPEG encoding, the answer |
 //!
 //! Over MCP the answer is an `image` content block plus the metadata as JSON text (never base64
 //! in text); the gateway gets upstream's payload `{format, width, height, base64, screenIndex,
@@ -13,9 +15,13 @@
 //!
 //! The "Screen" switch (`NodeScreenEnabled`, off by default) is read live: off, the command is not
 //! listed and a call says how to turn it on. A node without an X display does not list it either.
-//! Every capture is logged with its size. Wayland (the desktop portal) is not served yet.
+//! `screen.record` also needs ffmpeg on the node's PATH. Every capture and recording is logged
+//! with its size. Wayland (the desktop portal) is not served yet.
 
+mod record;
 mod x11;
+
+pub use record::{RecordOptions, SizeBound};
 
 use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
@@ -52,6 +58,12 @@ impl ScreenCapability {
 
     /// Captures `display` (`:99`), or the one `DISPLAY` names when `None`.
     pub fn for_display(settings: Arc<LiveSettings>, display: Option<String>) -> Self {
+        ScreenCapability::with_recording(settings, display, RecordOptions::default())
+    }
+
+    /// [`ScreenCapability::for_display`], recording with `recording`'s bounds and places.
+    pub fn with_recording(settings: Arc<LiveSettings>, display: Option<String>, recording: RecordOptions) -> Self {
+        let record = record::command(settings.clone(), display.clone(), recording);
         let gate = {
             let display = display.clone();
             Gate::new(settings, Some(&Switch::SCREEN), move || x11_display(display.as_deref()))
@@ -72,7 +84,7 @@ impl ScreenCapability {
                 }
             }
         });
-        ScreenCapability { commands: vec![gate.apply(snapshot)] }
+        ScreenCapability { commands: vec![gate.apply(snapshot), record] }
     }
 }
 
@@ -169,23 +181,13 @@ struct SnapshotArgs {
 
 impl SnapshotArgs {
     fn parse(args: &Map<String, Value>) -> Result<SnapshotArgs, ToolFailure> {
-        let invalid = |message: String| ToolFailure::new(message).with_code(INVALID_REQUEST);
-        let format = match args.get("format").and_then(Value::as_str).map(str::trim).map(str::to_ascii_lowercase) {
+        let format = match format_name(args) {
             None => Format::Png,
             Some(text) if text.is_empty() || text == "png" => Format::Png,
             Some(text) if text == "jpeg" || text == "jpg" => Format::Jpeg,
-            Some(_) => return Err(invalid("Unsupported screen snapshot format. Supported formats: png, jpeg.".into())),
+            Some(_) => return Err(invalid("Unsupported screen snapshot format. Supported formats: png, jpeg.")),
         };
-        let integer = |key: &str| -> Result<Option<i64>, ToolFailure> {
-            match args.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(value) => value
-                    .as_i64()
-                    .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-                    .map(Some)
-                    .ok_or_else(|| invalid(format!("{key} must be a whole number"))),
-            }
-        };
+        let integer = |key: &str| whole_number(args, key);
         let max_width =
             integer("maxWidth")?.map(|width| width.clamp(i64::from(MIN_WIDTH), i64::from(MAX_WIDTH)) as u32);
         let quality = integer("quality")?.map_or(DEFAULT_QUALITY, |q| q.clamp(1, 100) as u8);
@@ -197,9 +199,31 @@ impl SnapshotArgs {
         let include_pointer = match args.get("includePointer") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(on)) => *on,
-            Some(_) => return Err(invalid("includePointer must be true or false".into())),
+            Some(_) => return Err(invalid("includePointer must be true or false")),
         };
         Ok(SnapshotArgs { format, max_width, quality, screen_index, include_pointer })
+    }
+}
+
+/// An argument error (code `INVALID_REQUEST`).
+fn invalid(message: impl Into<String>) -> ToolFailure {
+    ToolFailure::new(message).with_code(INVALID_REQUEST)
+}
+
+/// `format`, trimmed and lower-cased, when given as a string.
+fn format_name(args: &Map<String, Value>) -> Option<String> {
+    args.get("format").and_then(Value::as_str).map(str::trim).map(str::to_ascii_lowercase)
+}
+
+/// A whole-number argument (`3` or `3.0`); absent or null is `None`.
+fn whole_number(args: &Map<String, Value>, key: &str) -> Result<Option<i64>, ToolFailure> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+            .map(Some)
+            .ok_or_else(|| invalid(format!("{key} must be a whole number"))),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::capability::{Caller, InvokeRequest};
 use crate::test_support::{Spawned, xvfb_with};
 
 /// A random 24-bit colour, never black (the server's own background) and never white.
-fn random_colour() -> [u8; 3] {
+pub(super) fn random_colour() -> [u8; 3] {
     let mut bytes = [0u8; 3];
     getrandom::fill(&mut bytes).unwrap();
     bytes[0] |= 0x20;
@@ -21,7 +21,7 @@ fn random_colour() -> [u8; 3] {
     bytes
 }
 
-fn pixel_value(rgb: [u8; 3]) -> u32 {
+pub(super) fn pixel_value(rgb: [u8; 3]) -> u32 {
     u32::from(rgb[0]) << 16 | u32::from(rgb[1]) << 8 | u32::from(rgb[2])
 }
 
@@ -191,7 +191,7 @@ fn at(rgb: &[u8], width: u32, x: u32, y: u32) -> [u8; 3] {
     [rgb[i], rgb[i + 1], rgb[i + 2]]
 }
 
-fn close(a: [u8; 3], b: [u8; 3], tolerance: u8) -> bool {
+pub(super) fn close(a: [u8; 3], b: [u8; 3], tolerance: u8) -> bool {
     a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= tolerance)
 }
 
@@ -341,7 +341,7 @@ async fn call(capability: &ScreenCapability, value: Value) -> ToolOutcome {
     command.call(request, CallContext::detached()).await
 }
 
-fn live_settings(dir: &Path, screen: bool) -> Arc<LiveSettings> {
+pub(super) fn live_settings(dir: &Path, screen: bool) -> Arc<LiveSettings> {
     let path = dir.join("settings.json");
     std::fs::write(&path, format!("{{\"NodeScreenEnabled\": {screen}}}")).unwrap();
     Arc::new(LiveSettings::open(path).unwrap())

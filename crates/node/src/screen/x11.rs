@@ -1,6 +1,7 @@
 //! One X11 capture: the monitors (RandR), the pixels of one (MIT-SHM where the server offers
 //! it, else core `GetImage`; Z-pixmap either way), and the pointer drawn on top (XFixes
-//! `GetCursorImage`). Blocking: run it on the blocking pool.
+//! `GetCursorImage`); or just one monitor's rectangle, for `screen.record`. Blocking: run it on
+//! the blocking pool.
 //!
 //! Shared memory matters for size: a 1920x1080 screen is 8 MB of pixels, which core `GetImage`
 //! copies through the X socket and into a buffer; with MIT-SHM 1.2 the server writes them into a
@@ -51,22 +52,9 @@ pub type CaptureError = String;
 
 /// The monitors of `display`, then the pixels of monitor `index`, with the pointer if asked.
 pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Result<Captured, CaptureError> {
-    let (conn, screen_number) = x11rb::connect(display).map_err(|error| {
-        format!(
-            "Screen capture not available: cannot open the X display {} ({error})",
-            display.map_or_else(|| "named by DISPLAY".to_owned(), |d| format!("`{d}`"))
-        )
-    })?;
-    let screen = &conn.setup().roots[screen_number];
-    let root = screen.root;
-    let monitors = monitors(&conn, root, screen.width_in_pixels, screen.height_in_pixels);
-    let Some(monitor) = monitors.get(index).cloned() else {
-        return Err(format!(
-            "screenIndex {index} does not exist: this display has {} monitor(s), 0..{}",
-            monitors.len(),
-            monitors.len() - 1
-        ));
-    };
+    let (conn, screen_number) = connect(display)?;
+    let root = conn.setup().roots[screen_number].root;
+    let (monitor, monitors) = pick(&conn, screen_number, index)?;
     let (width, height) = (u32::from(monitor.width), u32::from(monitor.height));
     let (depth, pixels, shared_memory) = match shm_pixels(&conn, root, &monitor) {
         Some((depth, map)) => (depth, Pixels::Shared(map), true),
@@ -112,6 +100,36 @@ pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Re
     }
     let scale_factor = xft_dpi(&conn, root).map_or(1.0, |dpi| dpi / 96.0);
     Ok(Captured { rgb, width, height, monitors, index, scale_factor, shared_memory })
+}
+
+/// Monitor `index` of `display` and all its monitors, without capturing: what `screen.record`
+/// hands to ffmpeg's x11grab.
+pub fn monitor(display: Option<&str>, index: usize) -> Result<(Monitor, Vec<Monitor>), CaptureError> {
+    let (conn, screen_number) = connect(display)?;
+    pick(&conn, screen_number, index)
+}
+
+fn connect(display: Option<&str>) -> Result<(x11rb::rust_connection::RustConnection, usize), CaptureError> {
+    x11rb::connect(display).map_err(|error| {
+        format!(
+            "Screen capture not available: cannot open the X display {} ({error})",
+            display.map_or_else(|| "named by DISPLAY".to_owned(), |d| format!("`{d}`"))
+        )
+    })
+}
+
+/// Monitor `index` of the screen, or why there is no such monitor.
+fn pick(conn: &impl Connection, screen_number: usize, index: usize) -> Result<(Monitor, Vec<Monitor>), CaptureError> {
+    let screen = &conn.setup().roots[screen_number];
+    let monitors = monitors(conn, screen.root, screen.width_in_pixels, screen.height_in_pixels);
+    match monitors.get(index).cloned() {
+        Some(monitor) => Ok((monitor, monitors)),
+        None => Err(format!(
+            "screenIndex {index} does not exist: this display has {} monitor(s), 0..{}",
+            monitors.len(),
+            monitors.len() - 1
+        )),
+    }
 }
 
 /// A capture's raw Z-pixmap bytes: mapped from the server's segment, or read off the socket.

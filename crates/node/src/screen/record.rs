@@ -1,0 +1,504 @@
+//! `screen.record`: a clip of one monitor as an mp4 (H.264), recorded by ffmpeg's x11grab.
+//!
+//! ffmpeg records the monitor's rectangle (RandR, as `screen.snapshot` finds it) into a file in
+//! a private temporary directory (`clawmcp-record-*`, mode 0700), which is read back, checked to
+//! be a finished mp4 (its `moov` index present; a killed ffmpeg leaves none) and returned: over
+//! MCP as an embedded `video/mp4` resource plus the metadata as JSON text, to the gateway as
+//! upstream's `{format, base64, durationMs, fps, screenIndex, hasAudio}`.
+//!
+//! Bounds: `durationMs` 100..300000, `fps` 1..60 (upstream's clamps); the file is at most
+//! [`MAX_RECORDING_BYTES`] (16 MiB, about 21.3 MiB in base64, under the gateway's 25 MiB frame):
+//! ffmpeg stops writing at [`STOP_AT_BYTES`] (`-fs`, the room above it holds the frame in flight
+//! and the index), the result then says `truncated: true` and gives the real duration, read
+//! from the file. ffmpeg may take the clip's duration plus [`START_ALLOWANCE`], then it is
+//! stopped and the call fails. Its stderr is kept up to [`STDERR_KEPT`] bytes, for the error.
+//!
+//! Stopping: a cancelled call sends ffmpeg SIGINT, SIGKILLs it after [`STOP_GRACE`], waits for
+//! it and deletes the directory before answering `cancelled`. A call whose future is dropped
+//! kills ffmpeg through `kill_on_drop` and removes the directory through `TempDir`'s drop.
+//! Directories a crashed node left behind (ours, older than [`STALE_AFTER`], longer than any
+//! recording can take) are removed when the next recording starts.
+//!
+//! One recording at a time per node: a second call while one runs is refused at once (code
+//! `UNAVAILABLE`) rather than queued, since it could wait up to five minutes without knowing
+//! why. There is no audio backend: `includeAudio: true` is refused, never silently dropped.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
+use clawmcp_mcp::{CallContext, Content, EmbeddedResource, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command as Process};
+
+use super::{MAX_SCREEN_INDEX, format_name, invalid, whole_number, x11, x11_display};
+use crate::availability::{Gate, MissingBackend, Switch};
+use crate::capability::{Command, CommandSpec};
+use crate::settings::LiveSettings;
+
+/// Upstream's defaults and clamps.
+pub const DEFAULT_DURATION_MS: u64 = 10_000;
+pub const MIN_DURATION_MS: u64 = 100;
+pub const MAX_DURATION_MS: u64 = 300_000;
+pub const DEFAULT_FPS: u32 = 10;
+pub const MIN_FPS: u32 = 1;
+pub const MAX_FPS: u32 = 60;
+/// The largest file a recording returns.
+pub const MAX_RECORDING_BYTES: u64 = 16 << 20;
+/// Where ffmpeg stops writing (`-fs`): 2 MiB below [`MAX_RECORDING_BYTES`] for the frame being
+/// written when the limit is reached and the index written after it.
+pub const STOP_AT_BYTES: u64 = 14 << 20;
+/// How long ffmpeg may take beyond the clip's duration (start-up, the X connection, the index).
+pub const START_ALLOWANCE: Duration = Duration::from_secs(20);
+/// How long ffmpeg has after SIGINT before SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Recording directories older than this were left by a node that died (a recording takes at
+/// most five minutes plus [`START_ALLOWANCE`]).
+pub const STALE_AFTER: Duration = Duration::from_secs(3600);
+/// How much of ffmpeg's stderr is kept for an error message.
+pub const STDERR_KEPT: usize = 4096;
+/// How many temp-dir entries one stale scan looks at.
+const STALE_SCAN_LIMIT: usize = 10_000;
+/// The name prefix of recording directories in the temp dir.
+pub const TEMP_PREFIX: &str = "clawmcp-record-";
+
+/// The size bound of a recording: ffmpeg stops at `stop_at` bytes; a file over `max` is never
+/// returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeBound {
+    pub stop_at: u64,
+    pub max: u64,
+}
+
+impl Default for SizeBound {
+    fn default() -> Self {
+        SizeBound { stop_at: STOP_AT_BYTES, max: MAX_RECORDING_BYTES }
+    }
+}
+
+/// Where and how big recordings are made.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub size: SizeBound,
+    /// The directory the private recording directories are made in (the system temp dir).
+    pub temp_root: PathBuf,
+    /// The `PATH` ffmpeg is looked up on; `None` is the node's own, read at each call.
+    pub search_path: Option<OsString>,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions { size: SizeBound::default(), temp_root: std::env::temp_dir(), search_path: None }
+    }
+}
+
+impl RecordOptions {
+    /// ffmpeg on the search path, or which package provides it.
+    fn ffmpeg(&self) -> Result<PathBuf, MissingBackend> {
+        match &self.search_path {
+            Some(path) => MissingBackend::program_in("ffmpeg", "ffmpeg", Some(path)),
+            None => MissingBackend::program("ffmpeg", "ffmpeg"),
+        }
+    }
+}
+
+/// `screen.record`, behind the screen switch, an X display and ffmpeg.
+pub(super) fn command(settings: Arc<LiveSettings>, display: Option<String>, options: RecordOptions) -> Command {
+    let gate = {
+        let (display, options) = (display.clone(), options.clone());
+        Gate::new(settings, Some(&Switch::SCREEN), move || {
+            x11_display(display.as_deref())?;
+            options.ffmpeg().map(drop)
+        })
+    };
+    let recorder = Arc::new(Recorder { display, options, busy: tokio::sync::Mutex::new(()) });
+    let handler = command_spec().with_output_handler({
+        let gate = gate.clone();
+        move |request, ctx| {
+            let (gate, recorder) = (gate.clone(), recorder.clone());
+            async move {
+                gate.admit("screen.record")?;
+                let args = RecordArgs::parse(&request.args)?;
+                recorder.record(&args, &ctx).await
+            }
+        }
+    });
+    gate.apply(handler)
+}
+
+pub fn command_spec() -> CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
+        name: "screen.record",
+        title: Some("Screen recording"),
+        output_schema: None,
+        description: Some(
+            "Record one monitor of this machine's screen (X11) as an mp4 video (H.264, with the mouse pointer). \
+             durationMs 100..300000 (default 10000), fps 1..60 (default 10), screenIndex picks the monitor (0 = \
+             primary), format mp4 only, includeAudio must be false (no audio is recorded). The call takes the \
+             clip's duration. Returns the video as an embedded resource and {format, durationMs, \
+             requestedDurationMs, fps, screenIndex, hasAudio, width, height, bytes, truncated}: a clip is at most \
+             16 MiB; one that reached it is cut short (truncated: true, durationMs is what was recorded). One \
+             recording at a time.",
+        ),
+        input_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "format": {"type": "string", "enum": ["mp4"], "default": "mp4"},
+                    "durationMs": {"type": "integer", "minimum": MIN_DURATION_MS, "maximum": MAX_DURATION_MS, "default": DEFAULT_DURATION_MS},
+                    "fps": {"type": "number", "minimum": MIN_FPS, "maximum": MAX_FPS, "default": DEFAULT_FPS},
+                    "screenIndex": {"type": "integer", "minimum": 0, "maximum": MAX_SCREEN_INDEX, "default": 0},
+                    "includeAudio": {"type": "boolean", "default": false, "description": "Not supported: must be false."}
+                },
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+    });
+    SPEC.clone()
+}
+
+/// The arguments, with upstream's defaults and clamps applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RecordArgs {
+    pub duration_ms: u64,
+    /// Whole frames per second (a fractional `fps` is rounded).
+    pub fps: u32,
+    pub screen_index: usize,
+}
+
+impl RecordArgs {
+    pub fn parse(args: &Map<String, Value>) -> Result<RecordArgs, ToolFailure> {
+        if format_name(args).is_some_and(|format| !format.is_empty() && format != "mp4") {
+            return Err(invalid("Unsupported screen recording format. Only mp4 is supported."));
+        }
+        let duration_ms = whole_number(args, "durationMs")?
+            .map_or(DEFAULT_DURATION_MS, |ms| ms.clamp(MIN_DURATION_MS as i64, MAX_DURATION_MS as i64) as u64);
+        let fps = match args.get("fps") {
+            None | Some(Value::Null) => DEFAULT_FPS,
+            Some(value) => match value.as_f64().filter(|fps| fps.is_finite()) {
+                Some(fps) => fps.round().clamp(f64::from(MIN_FPS), f64::from(MAX_FPS)) as u32,
+                None => return Err(invalid("fps must be a number (frames per second, 1..60)")),
+            },
+        };
+        let screen_index = whole_number(args, "screenIndex")?.unwrap_or(0).clamp(0, MAX_SCREEN_INDEX as i64) as usize;
+        match args.get("includeAudio") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => {
+                return Err(invalid(
+                    "includeAudio is not supported: this node records video only (no audio backend); call again \
+                     without includeAudio",
+                ));
+            }
+            Some(_) => return Err(invalid("includeAudio must be true or false")),
+        }
+        Ok(RecordArgs { duration_ms, fps, screen_index })
+    }
+}
+
+/// Makes one recording at a time.
+struct Recorder {
+    display: Option<String>,
+    options: RecordOptions,
+    busy: tokio::sync::Mutex<()>,
+}
+
+impl Recorder {
+    async fn record(&self, args: &RecordArgs, ctx: &CallContext) -> ToolOutcome {
+        let Ok(_one_at_a_time) = self.busy.try_lock() else {
+            return Err(ToolFailure::new(
+                "Screen recording not available: a recording is already running on this node (one at a time); wait \
+                 for it to end or cancel it, then call again",
+            )
+            .with_code(UNAVAILABLE));
+        };
+        let failed = |what: String| ToolFailure::new(format!("Recording failed: {what}"));
+        let ffmpeg = self.options.ffmpeg().map_err(|missing| {
+            ToolFailure::new(format!("Screen recording not available: {missing}")).with_code(UNAVAILABLE)
+        })?;
+        let display = match &self.display {
+            Some(display) => display.clone(),
+            None => std::env::var("DISPLAY").unwrap_or_default(),
+        };
+        let (monitor, _) = {
+            let (display, index) = (display.clone(), args.screen_index);
+            tokio::task::spawn_blocking(move || x11::monitor(Some(&display), index))
+                .await
+                .map_err(|e| failed(e.to_string()))?
+                .map_err(ToolFailure::new)?
+        };
+        // yuv420p halves both chroma dimensions, so H.264 needs even sides: drop an odd last
+        // column or row.
+        let (width, height) = (monitor.width & !1, monitor.height & !1);
+        if width == 0 || height == 0 {
+            return Err(failed(format!("monitor {} is {}x{}", args.screen_index, monitor.width, monitor.height)));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&self.options.temp_root)
+            .map_err(|e| failed(format!("cannot make a directory in {}: {e}", self.options.temp_root.display())))?;
+        remove_stale(&self.options.temp_root, dir.path(), SystemTime::now());
+        let output = dir.path().join("recording.mp4");
+        let size = self.options.size;
+        let mut child = Process::new(&ffmpeg)
+            .args(["-hide_banner", "-nostdin", "-nostats", "-loglevel", "error"])
+            .args(["-f", "x11grab", "-framerate", &args.fps.to_string()])
+            .args(["-video_size", &format!("{width}x{height}")])
+            .args(["-i", &format!("{display}+{},{}", monitor.x, monitor.y)])
+            .args(["-t", &format!("{}.{:03}", args.duration_ms / 1000, args.duration_ms % 1000), "-an"])
+            // A constant output rate: under load x11grab's wall-clock timestamps jump, and
+            // without it the muxer's guess of the rate was seen to turn 1.5 s into 120 frames.
+            .args(["-r", &args.fps.to_string(), "-fps_mode", "cfr"])
+            // zerolatency: no frame is held back in the encoder, so after `-fs` is reached at
+            // most the frame being written follows.
+            .args(["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p"])
+            // `-fs` compares the bytes ffmpeg has written (its own count, buffered ones included),
+            // so it stops after the first frame that reaches `stop_at`.
+            .args(["-fs", &size.stop_at.to_string(), "-y"])
+            .arg(&output)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| failed(format!("cannot start {}: {e}", ffmpeg.display())))?;
+        let stderr = tokio::spawn(read_kept(child.stderr.take()));
+        let started = Instant::now();
+        let deadline = tokio::time::sleep(Duration::from_millis(args.duration_ms) + START_ALLOWANCE);
+        tokio::pin!(deadline);
+        let mut ticks = tokio::time::interval(Duration::from_secs(1));
+        let total = args.duration_ms as f64 / 1000.0;
+        let mut reported = 0.0;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status.map_err(|e| failed(format!("cannot wait for ffmpeg: {e}")))?,
+                () = ctx.cancel.cancelled() => {
+                    stop(&mut child).await;
+                    drop(dir);
+                    return Err(clawmcp_mcp::CANCELLED.into());
+                }
+                () = &mut deadline => {
+                    stop(&mut child).await;
+                    return Err(failed(format!(
+                        "ffmpeg did not finish within {} s of a {total} s clip",
+                        START_ALLOWANCE.as_secs()
+                    )));
+                }
+                _ = ticks.tick() => {
+                    // Whole seconds recorded, each once (the first tick is at 0 s).
+                    let seconds = started.elapsed().as_secs_f64().min(total).floor();
+                    if let Some(progress) = ctx.progress.as_ref().filter(|_| seconds > reported) {
+                        progress.report(seconds, Some(total), Some("recording"));
+                        reported = seconds;
+                    }
+                }
+            }
+        };
+        let stderr = stderr.await.unwrap_or_default();
+        if !status.success() {
+            return Err(failed(format!("ffmpeg {status}: {}", stderr.trim())));
+        }
+        let bytes = read_bounded(&output, size.max).map_err(failed)?;
+        let facts = inspect_mp4(&bytes).map_err(|why| failed(format!("ffmpeg wrote no finished mp4: {why}")))?;
+        // Cut short by the size bound: ffmpeg reached `stop_at` before the clip's last frame
+        // (half a frame's tolerance for the timestamps' rounding).
+        let frame_ms = 1000.0 / f64::from(args.fps);
+        let truncated =
+            facts.index_offset >= size.stop_at && (facts.duration_ms as f64) + frame_ms / 2.0 < args.duration_ms as f64;
+        tracing::info!(
+            screen = args.screen_index,
+            width,
+            height,
+            fps = args.fps,
+            duration_ms = facts.duration_ms,
+            bytes = bytes.len(),
+            truncated,
+            "screen recorded"
+        );
+        let base64 = STANDARD.encode(&bytes);
+        let meta = json!({
+            "format": "mp4",
+            "durationMs": facts.duration_ms,
+            "requestedDurationMs": args.duration_ms,
+            "fps": args.fps,
+            "screenIndex": args.screen_index,
+            "hasAudio": false,
+            "width": width,
+            "height": height,
+            "bytes": bytes.len(),
+            "truncated": truncated,
+        });
+        let gateway = json!({
+            "format": "mp4",
+            "base64": base64,
+            "durationMs": facts.duration_ms,
+            "fps": args.fps,
+            "screenIndex": args.screen_index,
+            "hasAudio": false,
+        });
+        let uri = format!("clawmcp://recording/{}.mp4", random_id());
+        Ok(ToolOutput::from(meta)
+            .with_block(Content::Resource {
+                resource: EmbeddedResource::Blob { uri, mime_type: Some("video/mp4".into()), blob: base64 },
+            })
+            .with_gateway_payload(gateway))
+    }
+}
+
+/// Asks ffmpeg to stop (SIGINT), then kills it after [`STOP_GRACE`]; returns once it is reaped.
+async fn stop(child: &mut Child) {
+    if let Some(pid) = child.id() {
+        // Our own unreaped child: the PID cannot have been reused.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::SIGINT);
+    }
+    if tokio::time::timeout(STOP_GRACE, child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
+}
+
+/// The first [`STDERR_KEPT`] bytes of a stream, reading (and dropping) the rest to its end so
+/// the writer never blocks.
+async fn read_kept(stream: Option<tokio::process::ChildStderr>) -> String {
+    let Some(mut stream) = stream else { return String::new() };
+    let (mut kept, mut buffer) = (Vec::new(), [0u8; 1024]);
+    while let Ok(read) = stream.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        let room = STDERR_KEPT.saturating_sub(kept.len());
+        kept.extend_from_slice(&buffer[..read.min(room)]);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// The file, if it is at most `max` bytes.
+fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("ffmpeg wrote no file ({e})"))?;
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the recording: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "the recording is over the {max}-byte bound; record a shorter clip, at a lower fps, or a smaller monitor"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// What the checks of an mp4 found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Mp4Facts {
+    /// The movie's duration (`mvhd`), in milliseconds.
+    pub duration_ms: u64,
+    /// Where the index (`moov`) starts: ffmpeg writes it after the frames, so this is the size
+    /// the file had when the last frame was written.
+    pub index_offset: u64,
+}
+
+/// The top-level boxes must tile the file, with one `mdat` (the frames) and one `moov` holding
+/// an `mvhd` (what a player needs; ffmpeg writes it last, so a killed ffmpeg leaves none).
+pub(super) fn inspect_mp4(bytes: &[u8]) -> Result<Mp4Facts, String> {
+    let (mut at, mut media, mut found) = (0usize, false, None);
+    while at < bytes.len() {
+        let (kind, start, end) = next_box(bytes, at)?;
+        match kind {
+            b"mdat" => media = true,
+            b"moov" => found = Some((at, movie_duration_ms(&bytes[start..end])?)),
+            _ => {}
+        }
+        at = end;
+    }
+    match (media, found) {
+        (true, Some((offset, duration_ms))) => Ok(Mp4Facts { duration_ms, index_offset: offset as u64 }),
+        (false, _) => Err("no mdat box (no frames)".into()),
+        (true, None) => Err("no moov box (the index is missing: ffmpeg did not finish)".into()),
+    }
+}
+
+/// The box at `at`: its type and where its body starts and ends.
+fn next_box(bytes: &[u8], at: usize) -> Result<(&[u8; 4], usize, usize), String> {
+    let header = bytes.get(at..at + 8).ok_or_else(|| format!("a box header is cut off at byte {at}"))?;
+    let size = u64::from(u32::from_be_bytes(header[..4].try_into().unwrap()));
+    let kind: &[u8; 4] = header[4..8].try_into().unwrap();
+    let (size, body) = match size {
+        0 => ((bytes.len() - at) as u64, 8),
+        1 => {
+            let large = bytes.get(at + 8..at + 16).ok_or("a large box header is cut off")?;
+            (u64::from_be_bytes(large.try_into().unwrap()), 16)
+        }
+        size => (size, 8),
+    };
+    let end = usize::try_from(size).ok().and_then(|size| at.checked_add(size)).filter(|&end| end <= bytes.len());
+    match end {
+        Some(end) if size >= body as u64 => Ok((kind, at + body, end)),
+        _ => Err(format!("the {} box at byte {at} claims {size} bytes", String::from_utf8_lossy(kind))),
+    }
+}
+
+/// `mvhd`'s duration over its timescale, in milliseconds, from a `moov` body.
+fn movie_duration_ms(moov: &[u8]) -> Result<u64, String> {
+    let mut at = 0;
+    while at < moov.len() {
+        let (kind, start, end) = next_box(moov, at)?;
+        if kind == b"mvhd" {
+            let body = &moov[start..end];
+            let field = |from: usize, len: usize| -> Result<u64, String> {
+                let bytes = body.get(from..from + len).ok_or("mvhd is cut off")?;
+                Ok(bytes.iter().fold(0u64, |value, &byte| value << 8 | u64::from(byte)))
+            };
+            // version 1 has 64-bit times and duration, version 0 32-bit ones.
+            let (timescale, duration) = match body.first() {
+                Some(1) => (field(20, 4)?, field(24, 8)?),
+                _ => (field(12, 4)?, field(16, 4)?),
+            };
+            if timescale == 0 {
+                return Err("mvhd has a zero timescale".into());
+            }
+            return Ok(duration.saturating_mul(1000) / timescale);
+        }
+        at = end;
+    }
+    Err("moov has no mvhd".into())
+}
+
+/// Removes recording directories in `root` that are ours (owned by the owner of `ours`, the
+/// directory just made), older than [`STALE_AFTER`], and not `ours`. Symlinks are never followed.
+fn remove_stale(root: &Path, ours: &Path, now: SystemTime) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(owner) = std::fs::symlink_metadata(ours).map(|meta| meta.uid()) else { return };
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for entry in entries.take(STALE_SCAN_LIMIT).flatten() {
+        let path = entry.path();
+        if path == ours || !entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let old = meta.modified().ok().and_then(|at| now.duration_since(at).ok()).is_some_and(|age| age > STALE_AFTER);
+        if meta.is_dir() && meta.uid() == owner && old {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => tracing::info!(path = %path.display(), "removed a recording left by an earlier node"),
+                Err(error) => tracing::warn!(path = %path.display(), %error, "cannot remove an old recording"),
+            }
+        }
+    }
+}
+
+fn random_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests;
