@@ -176,16 +176,7 @@ impl SnapshotArgs {
             Some(text) if text == "jpeg" || text == "jpg" => Format::Jpeg,
             Some(_) => return Err(invalid("Unsupported screen snapshot format. Supported formats: png, jpeg.".into())),
         };
-        let integer = |key: &str| -> Result<Option<i64>, ToolFailure> {
-            match args.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(value) => value
-                    .as_i64()
-                    .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-                    .map(Some)
-                    .ok_or_else(|| invalid(format!("{key} must be a whole number"))),
-            }
-        };
+        let integer = |key: &str| crate::capability::args::whole_number(args, key);
         let max_width =
             integer("maxWidth")?.map(|width| width.clamp(i64::from(MIN_WIDTH), i64::from(MAX_WIDTH)) as u32);
         let quality = integer("quality")?.map_or(DEFAULT_QUALITY, |q| q.clamp(1, 100) as u8);
