@@ -5,10 +5,11 @@
 #   iproute2             - network namespaces for device.status network tests
 #   e2fsprogs (chattr)   - immutable directories for permission tests run as root
 #   procps               - ps/pgrep in process-tree tests
+#   ffmpeg               - camera.snap/clip's capture pipeline (lavfi test sources), ffprobe to check clips
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb dunst dbus dbus-bin systemd iproute2 e2fsprogs procps)
+packages=(xvfb dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg)
 
 missing=()
 for pkg in "${packages[@]}"; do
