@@ -111,14 +111,7 @@ pub fn scan(root: &Path) -> Scan {
     let mut scan = Scan { root: root.to_owned(), cameras: Vec::new(), skipped: Vec::new() };
     for (_, path) in numbered {
         match probe(&path) {
-            Ok(name) => {
-                let canonical = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                let id = by_id
-                    .iter()
-                    .find(|(_, target)| *target == canonical)
-                    .map_or_else(|| path.display().to_string(), |(link, _)| link.display().to_string());
-                scan.cameras.push(Camera { id, node: path, name });
-            }
+            Ok(name) => scan.cameras.push(Camera { id: stable_id(&by_id, &path), node: path, name }),
             Err(why) => {
                 tracing::debug!(path = %path.display(), %why, "not a camera");
                 scan.skipped.push(Skipped { path, why });
@@ -139,6 +132,15 @@ fn stable_links(root: &Path) -> Vec<(PathBuf, PathBuf)> {
         .collect();
     links.sort();
     links
+}
+
+/// The `by-id` link that resolves to `node`, else `node` itself, as a deviceId.
+fn stable_id(by_id: &[(PathBuf, PathBuf)], node: &Path) -> String {
+    let canonical = fs::canonicalize(node).unwrap_or_else(|_| node.to_owned());
+    by_id
+        .iter()
+        .find(|(_, target)| *target == canonical)
+        .map_or_else(|| node.display().to_string(), |(link, _)| link.display().to_string())
 }
 
 /// The card name of the capture device at `path`, or why it is not one.
@@ -342,6 +344,35 @@ mod tests {
     fn a_character_device_that_is_not_v4l2_is_reported() {
         // /dev/null is a character device: it is opened, and the ioctl refused (ENOTTY).
         assert_eq!(probe(Path::new("/dev/null")), Err("a character device that is not V4L2".to_owned()));
+    }
+
+    #[test]
+    fn a_by_id_link_is_the_stable_id_and_links_are_resolved_without_being_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let by_id = dir.path().join("v4l").join("by-id");
+        fs::create_dir_all(&by_id).unwrap();
+        fs::write(dir.path().join("video0"), b"").unwrap();
+        nix::unistd::mkfifo(&dir.path().join("video2"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        symlink("../../video0", by_id.join("usb-Cam_1234-video-index0")).unwrap();
+        // A link to a FIFO: resolving it never opens it, so nothing waits for a writer.
+        symlink("../../video2", by_id.join("usb-Cam_1234-video-index1")).unwrap();
+        symlink("../../gone", by_id.join("usb-Gone-video-index0")).unwrap();
+        let links = stable_links(dir.path());
+        let real = |name: &str| fs::canonicalize(dir.path().join(name)).unwrap();
+        assert_eq!(
+            links,
+            [
+                (by_id.join("usb-Cam_1234-video-index0"), real("video0")),
+                (by_id.join("usb-Cam_1234-video-index1"), real("video2")),
+            ],
+            "a dangling link is left out"
+        );
+        assert_eq!(
+            stable_id(&links, &dir.path().join("video0")),
+            by_id.join("usb-Cam_1234-video-index0").display().to_string()
+        );
+        let unlinked = dir.path().join("video4");
+        assert_eq!(stable_id(&links, &unlinked), unlinked.display().to_string(), "no link: the node's path");
     }
 
     #[test]
