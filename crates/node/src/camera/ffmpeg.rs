@@ -248,14 +248,9 @@ pub async fn clip(
     let bytes = tokio::task::spawn_blocking(move || clawmcp_fs::read_regular_file(&path, read_limit))
         .await
         .map_err(|e| CaptureError::failed(format!("Clip failed: {e}")))?
+        // Past `read_limit` this is an error naming it, not a cut clip.
         .map_err(|e| CaptureError::failed(format!("Clip failed: cannot read the encoded clip: {e}")))?;
     drop(dir);
-    if bytes.len() as u64 > read_limit {
-        return Err(CaptureError::failed(format!(
-            "Clip failed: the encoded clip passed {read_limit} bytes despite the {} byte limit",
-            limits.max_clip_bytes
-        )));
-    }
     let duration_ms = mp4_duration_ms(&bytes)
         .ok_or_else(|| CaptureError::failed("Clip failed: ffmpeg wrote no readable MP4 (no video arrived?)"))?;
     let frames = last_progress_value(&finished.stdout, "frame").unwrap_or(0);
