@@ -439,7 +439,8 @@ mod tests {
         let found = holders(&path);
         let _ = child.kill();
         let _ = child.wait();
-        assert_eq!(found, [Holder { pid: child.id(), name: "sleep".into() }]);
+        // Another test's child, forked but not yet exec'd, may hold a copy for an instant.
+        assert!(found.contains(&Holder { pid: child.id(), name: "sleep".into() }), "{found:?}");
         assert_eq!(holders(&dir.path().join("nobody-holds-this")), []);
     }
 
