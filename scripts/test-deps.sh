@@ -5,8 +5,9 @@
 #   iproute2             - network namespaces for device.status network tests
 #   e2fsprogs (chattr)   - immutable directories for permission tests run as root
 #   procps               - ps/pgrep in process-tree tests
-#   ffmpeg               - screen.record's backend (x11grab, libx264); ffprobe checks its clips
-#   x11-xserver-utils    - xrandr --setmonitor: a second monitor on Xvfb for screen.record
+#   ffmpeg               - screen.record's and camera.*'s backend (x11grab, lavfi test sources,
+#                          libx264); ffprobe checks their clips
+#   x11-xserver-utils    - xrandr --setmonitor, xrdb: monitors and a desktop scale on Xvfb
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 

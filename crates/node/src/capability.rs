@@ -161,6 +161,19 @@ pub mod args {
         value.as_i64().or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
     }
 
+    /// A whole number the caller must get right (a limit, a size): absent or `null` is `None`,
+    /// `5` and `5.0` are `5`, anything else is an error naming the argument. Unlike [`int`],
+    /// a wrong type fails, because a silently applied default would not be what was asked.
+    pub fn whole_number(args: &Map<String, Value>, key: &str) -> Result<Option<i64>, super::CapabilityError> {
+        match args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => int(args, key).map(Some).ok_or_else(|| {
+                super::CapabilityError::new(format!("{key} must be a whole number"))
+                    .with_code(clawmcp_mcp::tool::codes::INVALID_REQUEST)
+            }),
+        }
+    }
+
     /// String array elements, trimmed, blanks dropped; non-strings skipped.
     pub fn string_array(args: &Map<String, Value>, key: &str) -> Vec<String> {
         args.get(key)

@@ -10,9 +10,11 @@
 //! - [`approvals`]: the V2 exec-approval policy, its store and the headless prompt queue.
 //! - [`device`]: `device.info`, `device.status`.
 //! - [`screen`]: `screen.snapshot` and `screen.record` (X11; recording through ffmpeg).
+//! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
 
 pub mod approvals;
 pub mod availability;
+pub mod camera;
 pub mod capability;
 mod command_text;
 pub mod device;

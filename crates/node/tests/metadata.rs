@@ -71,14 +71,18 @@ fn every_builtin_command_publishes_a_description_a_schema_and_all_four_hints() {
 /// (read-only, destructive, idempotent, open world) per command, and why.
 fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
     Some(match name {
-        // Reads local state only (a screenshot or a recording changes nothing on the machine).
+        // Reads local state only (a screenshot, a recording, a camera's photo or clip changes
+        // nothing on the machine; the camera's light may come on while it records).
         "system.which"
         | "system.run.prepare"
         | "system.execApprovals.get"
         | "device.info"
         | "device.status"
         | "screen.snapshot"
-        | "screen.record" => (true, false, true, false),
+        | "screen.record"
+        | "camera.list"
+        | "camera.snap"
+        | "camera.clip" => (true, false, true, false),
         // Shows a notification: a change, but nothing is lost; each call shows another one.
         "system.notify" => (false, false, false, false),
         // Runs any program the policy allows: it can do anything the user can, anywhere.

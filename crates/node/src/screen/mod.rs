@@ -215,17 +215,7 @@ fn format_name(args: &Map<String, Value>) -> Option<String> {
     args.get("format").and_then(Value::as_str).map(str::trim).map(str::to_ascii_lowercase)
 }
 
-/// A whole-number argument (`3` or `3.0`); absent or null is `None`.
-fn whole_number(args: &Map<String, Value>, key: &str) -> Result<Option<i64>, ToolFailure> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_i64()
-            .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-            .map(Some)
-            .ok_or_else(|| invalid(format!("{key} must be a whole number"))),
-    }
-}
+use crate::capability::args::whole_number;
 
 /// The size to return for a `width` x `height` capture.
 fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32) {
