@@ -24,6 +24,8 @@ E2E_LOG_TAG=e2e
 source "$HERE/lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/node_host.sh
 source "$HERE/lib/node_host.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/xvfb.sh
+source "$HERE/lib/xvfb.sh"
 
 WRITE_CONFORMANCE_MD=0
 own_flag() { [[ "$1" == --write-conformance-md ]] && WRITE_CONFORMANCE_MD=1; }
@@ -44,7 +46,6 @@ DATA_DIR="$TMP/data"
 mkdir -m 700 "$DATA_DIR"
 e2e_seed_exec_approvals "$DATA_DIR"
 NODE_LOG="$TMP/node.log"
-XVFB_PID=""
 
 finish() {
   local rc=$?
@@ -52,36 +53,15 @@ finish() {
     e2e_log "clawmcp node did not stop on SIGTERM"
     rc=1
   fi
-  if [[ -n "$XVFB_PID" ]]; then
-    kill "$XVFB_PID" 2>/dev/null || true
-    wait "$XVFB_PID" 2>/dev/null || true
-  fi
+  e2e_stop_xvfb
   if ((KEEP)); then e2e_log "kept $TMP"; else rm -rf -- "$TMP"; fi
   exit "$rc"
 }
 trap finish EXIT
 
-# screen.snapshot needs a display and its switch: a private Xvfb with a white root (-wr), found
-# by a free display number, stopped by its PID in finish; NodeScreenEnabled on in settings.json.
-e2e_require Xvfb
-for display_number in $(seq 90 140); do
-  [[ -e "/tmp/.X11-unix/X$display_number" || -e "/tmp/.X$display_number-lock" ]] && continue
-  Xvfb ":$display_number" -screen 0 640x480x24 -wr -nolisten tcp -noreset >"$TMP/xvfb.log" 2>&1 &
-  XVFB_PID=$!
-  for _ in $(seq 100); do
-    [[ -S "/tmp/.X11-unix/X$display_number" ]] && break
-    kill -0 "$XVFB_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [[ -S "/tmp/.X11-unix/X$display_number" ]]; then
-    export DISPLAY=":$display_number"
-    break
-  fi
-  kill "$XVFB_PID" 2>/dev/null || true
-  wait "$XVFB_PID" 2>/dev/null || true
-  XVFB_PID=""
-done
-[[ -n "$XVFB_PID" ]] || e2e_die "Xvfb did not start on any free display; see $TMP/xvfb.log"
+# screen.snapshot needs a display and its switch: a private Xvfb with a white root (-wr),
+# stopped by its PID in finish; NodeScreenEnabled on in settings.json.
+e2e_start_xvfb 640x480x24 "$TMP/xvfb.log" -wr || e2e_die "no X server for the screen checks"
 (umask 077 && printf '{"NodeScreenEnabled": true}\n' >"$DATA_DIR/settings.json")
 
 e2e_log "starting clawmcp node (data dir $DATA_DIR)"
