@@ -16,6 +16,7 @@ pub mod availability;
 pub mod capability;
 mod command_text;
 pub mod device;
+mod imaging;
 pub mod registry;
 pub mod screen;
 pub mod settings;
