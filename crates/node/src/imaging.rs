@@ -22,6 +22,7 @@ pub enum Layout {
 }
 
 impl Layout {
+    #[cfg(test)]
     pub fn channels(self) -> usize {
         match self {
             Layout::Rgb => 3,
@@ -56,12 +57,24 @@ pub struct Pixels {
 /// The size to return for a `width` x `height` image: `max_width` wide at most, else within
 /// [`DEFAULT_MAX_PIXELS`]; never larger than the source, aspect kept.
 pub fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32) {
-    let scale = match max_width {
-        Some(max) => (f64::from(max) / f64::from(width)).min(1.0),
-        None => (DEFAULT_MAX_PIXELS as f64 / (f64::from(width) * f64::from(height))).sqrt().min(1.0),
-    };
-    let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
-    (scaled(width), scaled(height))
+    match max_width {
+        Some(max) => {
+            let scale = (f64::from(max) / f64::from(width)).min(1.0);
+            let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
+            (scaled(width), scaled(height))
+        }
+        None => {
+            let scale = (DEFAULT_MAX_PIXELS as f64 / (f64::from(width) * f64::from(height))).sqrt().min(1.0);
+            let side = |side: u32, round: fn(f64) -> f64| (round(f64::from(side) * scale) as u32).max(1);
+            let nearest = (side(width, f64::round), side(height, f64::round));
+            // Rounding both sides to nearest can overshoot the budget (1600x1200 became 1238x929,
+            // 102 pixels too many); rounding down never does.
+            match u64::from(nearest.0) * u64::from(nearest.1) <= DEFAULT_MAX_PIXELS {
+                true => nearest,
+                false => (side(width, f64::floor), side(height, f64::floor)),
+            }
+        }
+    }
 }
 
 /// `pixels` scaled to [`target_size`] (bilinear), or as they are when they already fit.
@@ -125,13 +138,21 @@ pub fn decode_png(bytes: &[u8], max_pixels: u64) -> Result<Pixels, String> {
         return Err("not a PNG image (it does not start with the PNG signature)".into());
     }
     let failed = |error: &dyn std::fmt::Display| format!("not a valid PNG image: {error}");
-    let mut decoder = png::Decoder::new(Cursor::new(bytes));
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().map_err(|e| failed(&e))?;
-    let (width, height) = (reader.info().width, reader.info().height);
+    // The size from IHDR (always the first chunk) before the decoder reads further: a bomb is
+    // refused from its first 24 bytes.
+    let (width, height) = match bytes.get(12..24) {
+        Some(ihdr) if &ihdr[..4] == b"IHDR" => (
+            u32::from_be_bytes([ihdr[4], ihdr[5], ihdr[6], ihdr[7]]),
+            u32::from_be_bytes([ihdr[8], ihdr[9], ihdr[10], ihdr[11]]),
+        ),
+        _ => return Err(failed(&"it does not start with an IHDR chunk")),
+    };
     if u64::from(width) * u64::from(height) > max_pixels {
         return Err(format!("the PNG image is {width}x{height}, more than the {max_pixels} pixels this node decodes"));
     }
+    let mut decoder = png::Decoder::new(Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(|e| failed(&e))?;
     let size = reader.output_buffer_size().ok_or_else(|| failed(&"its size overflows"))?;
     let mut buffer = vec![0; size];
     let info = reader.next_frame(&mut buffer).map_err(|e| failed(&e))?;
@@ -156,6 +177,11 @@ mod tests {
     fn the_default_budget_keeps_the_aspect_and_never_enlarges() {
         assert_eq!(target_size(640, 480, None), (640, 480));
         assert_eq!(target_size(1920, 1080, None), (1430, 804));
+        assert_eq!(target_size(1600, 1200, None), (1238, 928), "never over the budget");
+        for (w, h) in [(1600, 1200), (1921, 1081), (3840, 2160), (5000, 7), (1073, 1072)] {
+            let (tw, th) = target_size(w, h, None);
+            assert!(u64::from(tw) * u64::from(th) <= DEFAULT_MAX_PIXELS, "{w}x{h} -> {tw}x{th}");
+        }
         assert_eq!(target_size(640, 480, Some(320)), (320, 240));
         assert_eq!(target_size(100, 100, Some(7680)), (100, 100));
     }

@@ -10,10 +10,12 @@
 //! - [`approvals`]: the V2 exec-approval policy, its store and the headless prompt queue.
 //! - [`device`]: `device.info`, `device.status`.
 //! - [`screen`]: `screen.snapshot` (X11).
+//! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
 
 pub mod approvals;
 pub mod availability;
 pub mod capability;
+pub mod clipboard;
 mod command_text;
 pub mod device;
 mod imaging;

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::approvals::ExecApprovals;
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
+use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
@@ -39,10 +40,10 @@ impl Registry {
     /// `device.*`). A new capability is registered here and nowhere else.
     pub fn builtin(settings: Arc<LiveSettings>, approvals: Arc<ExecApprovals>) -> Self {
         let registry = Registry::new();
-        let settings_for_screen = settings.clone();
-        registry.register(&SystemCapability::new(settings, approvals));
+        registry.register(&SystemCapability::new(settings.clone(), approvals));
         registry.register(&DeviceCapability::new());
-        registry.register(&ScreenCapability::new(settings_for_screen));
+        registry.register(&ScreenCapability::new(settings.clone()));
+        registry.register(&ClipboardCapability::new(settings));
         registry
     }
 
