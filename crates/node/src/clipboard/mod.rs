@@ -1,10 +1,13 @@
 //! `clipboard.read` and `clipboard.write`: this machine's clipboard (the X11 CLIPBOARD
-//! selection, what Ctrl+C / Ctrl+V use), text and PNG images (category `clipboard`).
+//! selection or the Wayland clipboard, what Ctrl+C / Ctrl+V use), text and PNG images (category
+//! `clipboard`).
 //!
 //! | file | what it does |
 //! | --- | --- |
-//! | [`x11`] | the selection protocol: a bounded read from whichever program owns it, and the node's long-lived owner |
-//! | this file | arguments, bounds, the answers |
+//! | [`selection`] | what a read asks for and finds, the same for both backends |
+//! | [`x11`] | the X11 selection protocol: a bounded read from whichever program owns it, and the node's long-lived owner |
+//! | [`wayland`] | a Wayland session without Xwayland: `wl-paste`, and a kept `wl-copy` as the node's source |
+//! | this file | arguments, bounds, which backend, the answers |
 //!
 //! No upstream node has a clipboard, so the shapes are clawmcp's own:
 //! - `clipboard.read {format: text|image|auto, maxWidth?}`: text comes back in the JSON
@@ -20,10 +23,13 @@
 //!   (writing discloses nothing). X selections live in their owner, so the node keeps serving
 //!   what it wrote after the call returns, until another program copies or the node stops.
 //!
-//! Every X wait is bounded ([`DEFAULT_TIMEOUT`]): a clipboard owner that never answers fails the
-//! call with a message naming it. Wayland without Xwayland (`wl-copy`/`wl-paste`) is not served
-//! yet: the commands are then unlisted and say so.
+//! Every wait is bounded ([`DEFAULT_TIMEOUT`]): a clipboard owner that never answers fails the
+//! call with a message naming it. The backend is X11 when there is a display (`DISPLAY`), else
+//! Wayland through wl-clipboard's programs when `WAYLAND_DISPLAY` is set; without either (or
+//! without wl-clipboard installed) the commands are unlisted and say what is missing.
 
+mod selection;
+mod wayland;
 mod x11;
 
 use std::sync::Arc;
@@ -33,9 +39,12 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 use clawmcp_mcp::wire_size::{self, Nesting};
-use clawmcp_mcp::{Content, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
+use clawmcp_mcp::{ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 
+use tokio_util::sync::CancellationToken;
+
+use self::selection::{Content, Found, ReadLimits, Reading, Transfer, Want};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Capability, Command, CommandSpec};
 use crate::imaging::{self, MAX_WIDTH, MIN_WIDTH};
@@ -61,52 +70,100 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct ClipboardCapability {
     commands: Vec<Command>,
     #[cfg(test)]
-    owner: Arc<x11::Owner>,
+    backends: Arc<Backends>,
+}
+
+/// Where the clipboard is: named at construction (tests, a node told its display), or found
+/// in the node's environment on every call (`DISPLAY` first: with Xwayland the compositor
+/// bridges the two clipboards).
+#[derive(Debug, Clone)]
+enum Place {
+    Env,
+    X11(String),
+    /// A `WAYLAND_DISPLAY` value (a socket name or an absolute path).
+    Wayland(String),
+}
+
+/// The backend one call uses.
+enum Session {
+    /// The display, `None` for the one `DISPLAY` names.
+    X11(Option<String>),
+    Wayland,
+}
+
+/// Both backends of one capability; each keeps what the node wrote alive in its own way.
+struct Backends {
+    place: Place,
+    owner: x11::Owner,
+    wayland: wayland::Wayland,
+    timeout: Duration,
 }
 
 impl ClipboardCapability {
-    /// The clipboard of the display `DISPLAY` names.
+    /// The clipboard of the session the node runs in (`DISPLAY`, else `WAYLAND_DISPLAY`).
     pub fn new(settings: Arc<LiveSettings>) -> Self {
-        ClipboardCapability::for_display(settings, None, DEFAULT_TIMEOUT)
+        ClipboardCapability::at(settings, Place::Env, DEFAULT_TIMEOUT)
     }
 
-    /// The clipboard of `display` (`:99`), or the one `DISPLAY` names when `None`, with
+    /// The clipboard of the X display `display` (`:99`), with `timeout` for every call.
+    pub fn for_display(settings: Arc<LiveSettings>, display: String, timeout: Duration) -> Self {
+        ClipboardCapability::at(settings, Place::X11(display), timeout)
+    }
+
+    /// The clipboard of the Wayland compositor at `socket` (a `WAYLAND_DISPLAY` value), with
     /// `timeout` for every call.
-    pub fn for_display(settings: Arc<LiveSettings>, display: Option<String>, timeout: Duration) -> Self {
-        let backend = {
-            let display = display.clone();
-            move || MissingBackend::x11_display(display.as_deref(), "wl-clipboard is not supported yet")
+    pub fn for_wayland(settings: Arc<LiveSettings>, socket: String, timeout: Duration) -> Self {
+        ClipboardCapability::at(settings, Place::Wayland(socket), timeout)
+    }
+
+    fn at(settings: Arc<LiveSettings>, place: Place, timeout: Duration) -> Self {
+        let backends = Arc::new(Backends {
+            owner: x11::Owner::new(match &place {
+                Place::X11(display) => Some(display.clone()),
+                _ => None,
+            }),
+            wayland: wayland::Wayland::new(match &place {
+                Place::Wayland(socket) => Some(socket.clone()),
+                _ => None,
+            }),
+            place,
+            timeout,
+        });
+        let probe = {
+            let backends = backends.clone();
+            move || backends.session().map(|_| ())
         };
-        let read_gate = Gate::new(settings.clone(), Some(&Switch::CLIPBOARD_READ), backend.clone());
-        let write_gate = Gate::new(settings, None, backend);
-        let owner = Arc::new(x11::Owner::new(display.clone()));
+        let read_gate = Gate::new(settings.clone(), Some(&Switch::CLIPBOARD_READ), probe.clone());
+        let write_gate = Gate::new(settings, None, probe);
         let read = read_spec().with_output_handler({
-            let gate = read_gate.clone();
+            let (gate, backends) = (read_gate.clone(), backends.clone());
             move |request, ctx| {
-                let (gate, display) = (gate.clone(), display.clone());
+                let (gate, backends) = (gate.clone(), backends.clone());
                 async move {
                     gate.admit("clipboard.read")?;
                     let args = ReadArgs::parse(&request.args)?;
-                    let work = tokio::task::spawn_blocking(move || read(display.as_deref(), &args, timeout));
-                    finish(work, &ctx.cancel, timeout).await
+                    let reading = backends.read(args.want, &ctx.cancel).await?;
+                    blocking(move || answer(reading, &args), &ctx.cancel, None).await?
                 }
             }
         });
         let write = write_spec().with_output_handler({
-            let (gate, owner) = (write_gate.clone(), owner.clone());
+            let (gate, backends) = (write_gate.clone(), backends.clone());
             move |request, ctx| {
-                let (gate, owner) = (gate.clone(), owner.clone());
+                let (gate, backends) = (gate.clone(), backends.clone());
                 async move {
                     gate.admit("clipboard.write")?;
-                    let work = tokio::task::spawn_blocking(move || write(&owner, &request.args, timeout));
-                    finish(work, &ctx.cancel, timeout).await
+                    let (content, answer) = blocking(move || parse_write(&request.args), &ctx.cancel, None).await??;
+                    backends.write(content, &ctx.cancel).await?;
+                    tracing::info!(written = %answer["written"], bytes = %answer["bytes"], "clipboard written");
+                    Ok(answer.into())
                 }
             }
         });
         ClipboardCapability {
             commands: vec![read_gate.apply(read), write_gate.apply(write)],
             #[cfg(test)]
-            owner,
+            backends,
         }
     }
 }
@@ -117,22 +174,76 @@ impl Capability for ClipboardCapability {
     }
 }
 
-/// A blocking clipboard job's answer: cancelled callers stop waiting, and even an X server
-/// that stopped answering (which the job's own deadline cannot cover) fails the call soon
-/// after `timeout`.
-async fn finish(
-    work: tokio::task::JoinHandle<ToolOutcome>,
-    cancel: &tokio_util::sync::CancellationToken,
-    timeout: Duration,
-) -> ToolOutcome {
+impl Backends {
+    /// The backend a call uses now, or what is missing for one.
+    fn session(&self) -> Result<Session, MissingBackend> {
+        let wl_clipboard = || {
+            MissingBackend::program("wl-paste", "wl-clipboard")?;
+            MissingBackend::program("wl-copy", "wl-clipboard").map(|_| Session::Wayland)
+        };
+        match &self.place {
+            Place::X11(display) => Ok(Session::X11(Some(display.clone()))),
+            Place::Wayland(_) => wl_clipboard(),
+            // (The Wayland gap named here is never shown: with WAYLAND_DISPLAY set, wl-clipboard is used.)
+            Place::Env => match MissingBackend::x11_display(None, "served through wl-clipboard") {
+                Ok(()) => Ok(Session::X11(None)),
+                Err(missing) => match std::env::var_os("WAYLAND_DISPLAY").is_some_and(|value| !value.is_empty()) {
+                    true => wl_clipboard(),
+                    false => Err(missing),
+                },
+            },
+        }
+    }
+
+    fn session_or_failure(&self) -> Result<Session, ToolFailure> {
+        self.session()
+            .map_err(|missing| ToolFailure::new(format!("Clipboard not available: {missing}")).with_code(UNAVAILABLE))
+    }
+
+    async fn read(self: &Arc<Self>, want: Want, cancel: &CancellationToken) -> Result<Reading, ToolFailure> {
+        // A few bytes past the budget: enough to finish a cut UTF-8 character and to know there is more.
+        let limits =
+            ReadLimits { text_bytes: MAX_TEXT_WIRE_BYTES + 4, image_bytes: MAX_READ_PNG_BYTES, timeout: self.timeout };
+        let read = match self.session_or_failure()? {
+            Session::X11(display) => {
+                blocking(move || x11::read(display.as_deref(), want, limits), cancel, Some(self.timeout)).await?
+            }
+            Session::Wayland => self.wayland.read(want, limits, cancel).await,
+        };
+        read.map_err(|error| ToolFailure::new(format!("Clipboard read failed: {error}")).with_code(UNAVAILABLE))
+    }
+
+    async fn write(self: &Arc<Self>, content: Content, cancel: &CancellationToken) -> Result<(), ToolFailure> {
+        let timeout = self.timeout;
+        let written = match self.session_or_failure()? {
+            Session::X11(_) => {
+                let backends = self.clone();
+                blocking(move || backends.owner.offer(content, timeout), cancel, Some(timeout)).await?
+            }
+            Session::Wayland => self.wayland.offer(content, timeout, cancel).await,
+        };
+        written.map_err(|error| ToolFailure::new(format!("Clipboard write failed: {error}")).with_code(UNAVAILABLE))
+    }
+}
+
+/// `work` on the blocking pool. A cancelled caller stops waiting (the work itself is bounded),
+/// and with a `timeout` even an X server that stopped answering (which the work's own deadlines
+/// cannot cover) fails the call soon after it.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+    cancel: &CancellationToken,
+    timeout: Option<Duration>,
+) -> Result<T, ToolFailure> {
+    let work = tokio::task::spawn_blocking(work);
+    let limit = timeout.map_or(Duration::MAX, |timeout| timeout + Duration::from_secs(1));
     tokio::select! {
         () = cancel.cancelled() => Err(clawmcp_mcp::CANCELLED.into()),
-        done = tokio::time::timeout(timeout + Duration::from_secs(1), work) => match done {
-            Ok(Ok(outcome)) => outcome,
+        done = tokio::time::timeout(limit, work) => match done {
+            Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(ToolFailure::new(format!("Clipboard failed: {error}"))),
             Err(_) => Err(ToolFailure::new(format!(
                 "Clipboard failed: the X server did not answer within {} s",
-                timeout.as_secs_f32()
+                limit.as_secs_f32()
             ))
             .with_code(UNAVAILABLE)),
         },
@@ -215,18 +326,18 @@ fn invalid(message: impl Into<String>) -> ToolFailure {
 /// `clipboard.read`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ReadArgs {
-    want: x11::Want,
+    want: Want,
     max_width: Option<u32>,
 }
 
 impl ReadArgs {
     fn parse(args: &Map<String, Value>) -> Result<ReadArgs, ToolFailure> {
         let want = match args.get("format") {
-            None | Some(Value::Null) => x11::Want::Text,
+            None | Some(Value::Null) => Want::Text,
             Some(Value::String(text)) => match text.trim().to_ascii_lowercase().as_str() {
-                "" | "text" => x11::Want::Text,
-                "image" | "png" => x11::Want::Image,
-                "auto" => x11::Want::Auto,
+                "" | "text" => Want::Text,
+                "image" | "png" => Want::Image,
+                "auto" => Want::Auto,
                 _ => {
                     return Err(invalid(format!(
                         "Unsupported clipboard format `{text}`. Supported: text, image, auto."
@@ -249,24 +360,21 @@ impl ReadArgs {
     }
 }
 
-fn read(display: Option<&str>, args: &ReadArgs, timeout: Duration) -> ToolOutcome {
-    // A few bytes past the budget: enough to finish a cut UTF-8 character and to know there is more.
-    let limits = x11::ReadLimits { text_bytes: MAX_TEXT_WIRE_BYTES + 4, image_bytes: MAX_READ_PNG_BYTES, timeout };
-    let reading = x11::read(display, args.want, limits)
-        .map_err(|error| ToolFailure::new(format!("Clipboard read failed: {error}")).with_code(UNAVAILABLE))?;
+/// `clipboard.read`'s answer to what the backend found.
+fn answer(reading: Reading, args: &ReadArgs) -> ToolOutcome {
     let offered = reading.offered.unwrap_or_default();
     match reading.found {
-        x11::Found::Empty => {
+        Found::Empty => {
             Ok(json!({"empty": true, "message": "The clipboard is empty: no program holds anything to paste."}).into())
         }
-        x11::Found::Nothing => {
+        Found::Nothing => {
             let kind = match args.want {
-                x11::Want::Text => "no text",
-                x11::Want::Image => "no PNG image",
-                x11::Want::Auto => "neither text nor a PNG image",
+                Want::Text => "no text",
+                Want::Image => "no PNG image",
+                Want::Auto => "neither text nor a PNG image",
             };
             let hint = match (args.want, offered.iter().any(|target| target == "image/png")) {
-                (x11::Want::Text, true) => " Read it with format image (or auto).",
+                (Want::Text, true) => " Read it with format image (or auto).",
                 _ => "",
             };
             let offers = match offered.is_empty() {
@@ -280,12 +388,12 @@ fn read(display: Option<&str>, args: &ReadArgs, timeout: Duration) -> ToolOutcom
             })
             .into())
         }
-        x11::Found::Text(transfer) => Ok(text_answer(transfer, offered).into()),
-        x11::Found::Png(transfer) => image_answer(transfer, offered, args.max_width),
+        Found::Text(transfer) => Ok(text_answer(transfer, offered).into()),
+        Found::Png(transfer) => image_answer(transfer, offered, args.max_width),
     }
 }
 
-fn text_answer(transfer: x11::Transfer, offered: Vec<String>) -> Value {
+fn text_answer(transfer: Transfer, offered: Vec<String>) -> Value {
     let cut_at_read = transfer.total > transfer.bytes.len() as u64;
     let text = match transfer.latin1 {
         true => transfer.bytes.iter().map(|&byte| char::from(byte)).collect::<String>(),
@@ -322,7 +430,7 @@ fn text_answer(transfer: x11::Transfer, offered: Vec<String>) -> Value {
     answer
 }
 
-fn image_answer(transfer: x11::Transfer, offered: Vec<String>, max_width: Option<u32>) -> ToolOutcome {
+fn image_answer(transfer: Transfer, offered: Vec<String>, max_width: Option<u32>) -> ToolOutcome {
     let failed = |message: String| ToolFailure::new(format!("Clipboard read failed: {message}"));
     if transfer.total > transfer.bytes.len() as u64 {
         return Err(failed(format!(
@@ -353,12 +461,12 @@ fn image_answer(transfer: x11::Transfer, offered: Vec<String>, max_width: Option
     let mut gateway = meta.clone();
     gateway["base64"] = base64.clone().into();
     Ok(ToolOutput::from(meta)
-        .with_block(Content::Image { data: base64, mime_type: "image/png".into() })
+        .with_block(clawmcp_mcp::Content::Image { data: base64, mime_type: "image/png".into() })
         .with_gateway_payload(gateway))
 }
 
 /// `clipboard.write`'s arguments, checked: what to put on the clipboard and what to answer.
-fn parse_write(args: &Map<String, Value>) -> Result<(x11::Content, Value), ToolFailure> {
+fn parse_write(args: &Map<String, Value>) -> Result<(Content, Value), ToolFailure> {
     let usage = "clipboard.write takes text (a string) or image ({data: base64 PNG, mimeType: \"image/png\"})";
     match (args.get("text").filter(|v| !v.is_null()), args.get("image").filter(|v| !v.is_null())) {
         (Some(_), Some(_)) => Err(invalid(format!("{usage}, not both"))),
@@ -372,7 +480,7 @@ fn parse_write(args: &Map<String, Value>) -> Result<(x11::Content, Value), ToolF
                 )));
             }
             let answer = json!({"written": "text", "bytes": text.len(), "chars": text.chars().count()});
-            Ok((x11::Content::Text(text.to_owned()), answer))
+            Ok((Content::Text(text.to_owned()), answer))
         }
         (None, Some(image)) => {
             let Some(image) = image.as_object() else {
@@ -411,18 +519,9 @@ fn parse_write(args: &Map<String, Value>) -> Result<(x11::Content, Value), ToolF
                 "height": pixels.height,
                 "bytes": png.len(),
             });
-            Ok((x11::Content::Png(png), answer))
+            Ok((Content::Png(png), answer))
         }
     }
-}
-
-fn write(owner: &x11::Owner, args: &Map<String, Value>, timeout: Duration) -> ToolOutcome {
-    let (content, answer) = parse_write(args)?;
-    owner
-        .offer(content, timeout)
-        .map_err(|error| ToolFailure::new(format!("Clipboard write failed: {error}")).with_code(UNAVAILABLE))?;
-    tracing::info!(written = %answer["written"], bytes = %answer["bytes"], "clipboard written");
-    Ok(answer.into())
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ fn desk_with(read_enabled: bool, timeout: Duration) -> Desk {
     let dir = tempfile::tempdir().unwrap();
     let (server, display) = xvfb(dir.path());
     let settings = live_settings(dir.path(), read_enabled);
-    let capability = ClipboardCapability::for_display(settings, Some(display.clone()), timeout);
+    let capability = ClipboardCapability::for_display(settings, display.clone(), timeout);
     Desk { capability, display, dir, _server: server }
 }
 
@@ -134,7 +134,9 @@ fn random_pixels(width: u32, height: u32, layout: Layout) -> Pixels {
 }
 
 fn image_of(output: &ToolOutput) -> Pixels {
-    let Some(Content::Image { data, mime_type }) = output.blocks.first() else { panic!("no image block: {output:?}") };
+    let Some(clawmcp_mcp::Content::Image { data, mime_type }) = output.blocks.first() else {
+        panic!("no image block: {output:?}")
+    };
     assert_eq!(mime_type, "image/png");
     imaging::decode_png(&STANDARD.decode(data).unwrap(), u64::MAX).unwrap()
 }
@@ -226,7 +228,7 @@ async fn an_image_another_program_copied_comes_back_as_an_image_block() {
         );
         assert_eq!(meta["scale"], json!(1.0));
         assert!(!meta.to_string().contains("base64"), "never base64 in the text");
-        let Some(Content::Image { data, .. }) = output.blocks.first() else { unreachable!() };
+        let Some(clawmcp_mcp::Content::Image { data, .. }) = output.blocks.first() else { unreachable!() };
         assert_eq!(output.gateway_payload()["base64"].as_str(), Some(data.as_str()), "the gateway gets it inline");
     }
     let with_width = call(&desk.capability, "clipboard.read", json!({"format": "image", "maxWidth": 32})).await;
@@ -354,8 +356,8 @@ fn bad_write_arguments_are_refused_with_what_to_do() {
 #[test]
 fn read_arguments_are_checked() {
     let parse = |value: Value| ReadArgs::parse(value.as_object().unwrap());
-    assert_eq!(parse(json!({})).unwrap(), ReadArgs { want: x11::Want::Text, max_width: None });
-    assert_eq!(parse(json!({"format": " Auto "})).unwrap().want, x11::Want::Auto);
+    assert_eq!(parse(json!({})).unwrap(), ReadArgs { want: Want::Text, max_width: None });
+    assert_eq!(parse(json!({"format": " Auto "})).unwrap().want, Want::Auto);
     assert_eq!(parse(json!({"format": "image", "maxWidth": 1})).unwrap().max_width, Some(MIN_WIDTH));
     let error = parse(json!({"format": "html"})).unwrap_err();
     assert_eq!(error.message, "Unsupported clipboard format `html`. Supported: text, image, auto.");
@@ -367,14 +369,14 @@ fn text_that_json_escapes_is_cut_to_the_wire_budget() {
     // A quote costs 4 bytes inside a JSON text block's JSON: 1 MiB of them cannot all go out.
     let quotes = "\"".repeat(MAX_TEXT_WIRE_BYTES);
     let transfer =
-        x11::Transfer { bytes: quotes.clone().into_bytes(), total: quotes.len() as u64, exact: true, latin1: false };
+        Transfer { bytes: quotes.clone().into_bytes(), total: quotes.len() as u64, exact: true, latin1: false };
     let answer = text_answer(transfer, vec![]);
     assert_eq!(answer["truncated"], true);
     assert_eq!(answer["returnedBytes"], MAX_TEXT_WIRE_BYTES / 4);
     let text_block = Value::String(answer.to_string()).to_string();
     assert!(text_block.len() < MAX_TEXT_WIRE_BYTES + 1024, "the text block stays within the budget");
     // A cap that cuts a character in two drops it rather than showing a replacement.
-    let cut = x11::Transfer { bytes: "aé".as_bytes()[..2].to_vec(), total: 3, exact: true, latin1: false };
+    let cut = Transfer { bytes: "aé".as_bytes()[..2].to_vec(), total: 3, exact: true, latin1: false };
     assert_eq!(text_answer(cut, vec![])["text"], "a");
 }
 
@@ -420,7 +422,7 @@ async fn one_owner_thread_serves_every_write_until_another_program_copies() {
         let text = format!("round {round} {}", nonce());
         payload(call(&desk.capability, "clipboard.write", json!({"text": text})).await);
         assert_eq!(xclip_out(&desk.display, "UTF8_STRING", desk.dir.path()).unwrap(), text.as_bytes());
-        threads.push(desk.capability.owner.thread_id().unwrap());
+        threads.push(desk.capability.backends.owner.thread_id().unwrap());
     }
     threads.dedup();
     assert_eq!(threads.len(), 1, "one thread for every write");
@@ -432,7 +434,7 @@ async fn one_owner_thread_serves_every_write_until_another_program_copies() {
     // The node writes again: the same thread takes the clipboard back.
     payload(call(&desk.capability, "clipboard.write", json!({"text": "mine again"})).await);
     assert_eq!(xclip_out(&desk.display, "UTF8_STRING", desk.dir.path()).unwrap(), b"mine again");
-    assert_eq!(desk.capability.owner.thread_id(), Some(threads[0]));
+    assert_eq!(desk.capability.backends.owner.thread_id(), Some(threads[0]));
 }
 
 #[tokio::test]
@@ -476,8 +478,7 @@ async fn reading_is_behind_the_owners_switch_and_writing_is_not() {
 #[tokio::test]
 async fn a_display_that_does_not_answer_is_explained() {
     let dir = tempfile::tempdir().unwrap();
-    let capability =
-        ClipboardCapability::for_display(live_settings(dir.path(), true), Some(":4243".into()), DEFAULT_TIMEOUT);
+    let capability = ClipboardCapability::for_display(live_settings(dir.path(), true), ":4243".into(), DEFAULT_TIMEOUT);
     let error = call(&capability, "clipboard.read", json!({})).await.unwrap_err();
     assert!(error.message.starts_with("Clipboard read failed: cannot open the X display `:4243`"), "{}", error.message);
     let error = call(&capability, "clipboard.write", json!({"text": "x"})).await.unwrap_err();

@@ -33,6 +33,8 @@ use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 use x11rb::{COPY_DEPTH_FROM_PARENT, COPY_FROM_PARENT, CURRENT_TIME, NONE};
 
+use super::selection::{self, Content, Found, MAX_COUNTED_BYTES, MAX_OFFERED, ReadLimits, Reading, Transfer, Want};
+
 type XError = Box<dyn std::error::Error + Send + Sync>;
 
 x11rb::atom_manager! {
@@ -58,59 +60,6 @@ const CHUNK_BYTES: usize = 256 * 1024;
 const MAX_TRANSFERS: usize = 8;
 /// A requestor that stops taking chunks for this long is dropped.
 const TRANSFER_IDLE: Duration = Duration::from_secs(5);
-/// A read counts (without keeping) at most this much beyond its cap, to report the full size.
-const MAX_COUNTED_BYTES: u64 = 64 * 1024 * 1024;
-/// Targets named in a read's answer at most (an owner may offer hundreds).
-const MAX_OFFERED: usize = 64;
-
-/// Which kind of data a read asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
-    Text,
-    Image,
-    /// An image when the clipboard offers one, else text.
-    Auto,
-}
-
-/// What a read found.
-#[derive(Debug)]
-pub struct Reading {
-    /// The targets the owner offers (`TARGETS`, meta targets left out), when it said.
-    pub offered: Option<Vec<String>>,
-    pub found: Found,
-}
-
-#[derive(Debug)]
-pub enum Found {
-    /// No program owns the clipboard.
-    Empty,
-    /// The owner offers nothing of the kind asked for.
-    Nothing,
-    Text(Transfer),
-    Png(Transfer),
-}
-
-/// One converted target.
-#[derive(Debug)]
-pub struct Transfer {
-    /// At most the cap the read was given.
-    pub bytes: Vec<u8>,
-    /// The size the owner sent (counted past the cap).
-    pub total: u64,
-    /// Whether `total` is exact (false when counting stopped at the deadline or the count limit).
-    pub exact: bool,
-    /// The data is ISO 8859-1 (`STRING`), not UTF-8.
-    pub latin1: bool,
-}
-
-/// A read's bounds: bytes kept per kind, and the time the owner has to answer everything.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadLimits {
-    pub text_bytes: usize,
-    pub image_bytes: usize,
-    pub timeout: Duration,
-}
-
 /// One X client: a connection and an unmapped window that receives conversions.
 struct Client {
     conn: RustConnection,
@@ -197,35 +146,35 @@ fn read_with(client: &Client, want: Want, limits: ReadLimits, deadline: Instant)
         return Ok(Reading { offered: None, found: Found::Empty });
     }
     let targets = match convert(client, atoms.TARGETS, 64 * 1024, &limits, deadline)? {
-        Some((transfer, kind)) if kind == u32::from(AtomEnum::ATOM) => Some(
+        // ATOM as ICCCM says; some older owners type the list TARGETS.
+        Some((transfer, kind)) if kind == u32::from(AtomEnum::ATOM) || kind == atoms.TARGETS => Some(
             transfer
                 .bytes
                 .chunks_exact(4)
+                .take(1024)
                 .map(|atom| u32::from_ne_bytes([atom[0], atom[1], atom[2], atom[3]]))
                 .collect::<Vec<Atom>>(),
         ),
         _ => None,
     };
-    let offered = targets.as_ref().map(|targets| target_names(conn, atoms, targets)).transpose()?;
-    let text = [atoms.UTF8_STRING, atoms.TEXT_PLAIN_UTF8, u32::from(AtomEnum::STRING), atoms.TEXT, atoms.TEXT_PLAIN];
-    let image = [atoms.IMAGE_PNG];
-    let wanted: Vec<Atom> = match want {
-        Want::Text => text.to_vec(),
-        Want::Image => image.to_vec(),
-        Want::Auto => image.iter().chain(&text).copied().collect(),
-    };
+    let offered = targets.as_ref().map(|targets| target_names(conn, targets)).transpose()?;
+    let names = want.targets();
+    let cookies: Vec<_> =
+        names.iter().map(|name| conn.intern_atom(false, name.as_bytes())).collect::<Result<_, _>>()?;
+    let mut wanted = Vec::with_capacity(names.len());
+    for (name, cookie) in names.into_iter().zip(cookies) {
+        wanted.push((name, cookie.reply()?.atom));
+    }
     // An owner that does not answer TARGETS (old programs) is asked for the usual targets
-    // blindly; otherwise only what it offers.
-    let candidates: Vec<Atom> = match &targets {
-        Some(targets) => wanted.into_iter().filter(|atom| targets.contains(atom)).collect(),
-        None => wanted.into_iter().filter(|&atom| atom != atoms.TEXT && atom != atoms.TEXT_PLAIN).collect(),
+    // blindly; otherwise only for what it offers.
+    let candidates: Vec<(&str, Atom)> = match &targets {
+        Some(targets) => wanted.into_iter().filter(|(_, atom)| targets.contains(atom)).collect(),
+        None => wanted.into_iter().filter(|(name, _)| !matches!(*name, "TEXT" | "text/plain")).collect(),
     };
-    for target in candidates {
-        let is_image = target == atoms.IMAGE_PNG;
-        let cap = if is_image { limits.image_bytes } else { limits.text_bytes };
-        if let Some((mut transfer, kind)) = convert(client, target, cap, &limits, deadline)? {
+    for (name, atom) in candidates {
+        if let Some((mut transfer, kind)) = convert(client, atom, limits.cap(name), &limits, deadline)? {
             transfer.latin1 = kind == u32::from(AtomEnum::STRING);
-            let found = if is_image { Found::Png(transfer) } else { Found::Text(transfer) };
+            let found = if name == selection::IMAGE_PNG { Found::Png(transfer) } else { Found::Text(transfer) };
             return Ok(Reading { offered, found });
         }
     }
@@ -233,18 +182,12 @@ fn read_with(client: &Client, want: Want, limits: ReadLimits, deadline: Instant)
 }
 
 /// The names of `targets` a person would recognise (meta targets such as `TARGETS` left out).
-fn target_names(conn: &RustConnection, atoms: &Atoms, targets: &[Atom]) -> Result<Vec<String>, XError> {
-    let meta = [atoms.TARGETS, atoms.TIMESTAMP];
-    let cookies: Vec<_> = targets
-        .iter()
-        .filter(|atom| !meta.contains(atom))
-        .take(MAX_OFFERED)
-        .map(|&atom| conn.get_atom_name(atom))
-        .collect::<Result<_, _>>()?;
+fn target_names(conn: &RustConnection, targets: &[Atom]) -> Result<Vec<String>, XError> {
+    let cookies: Vec<_> = targets.iter().map(|&atom| conn.get_atom_name(atom)).collect::<Result<_, _>>()?;
     let mut names = Vec::with_capacity(cookies.len());
     for cookie in cookies {
         let name = String::from_utf8_lossy(&cookie.reply()?.name).into_owned();
-        if !matches!(name.as_str(), "MULTIPLE" | "SAVE_TARGETS" | "DELETE" | "INSERT_SELECTION" | "INSERT_PROPERTY") {
+        if selection::shown(&name) && names.len() < MAX_OFFERED {
             names.push(name);
         }
     }
@@ -344,13 +287,6 @@ fn unanswered(conn: &RustConnection, atoms: &Atoms, timeout: Duration) -> Result
          hung. Copy something again, or close that program",
         timeout.as_secs_f32()
     ))
-}
-
-/// What the node puts on the clipboard.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
-    Text(String),
-    Png(Vec<u8>),
 }
 
 /// The node's clipboard owner: one thread with its own X connection, started by the first
