@@ -13,7 +13,7 @@ use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, WindowClass};
 use super::*;
 use crate::capability::{Caller, InvokeRequest};
 use crate::imaging::{Layout, Pixels};
-use crate::test_support::{STARTUP_DEADLINE, Spawned, require, xvfb};
+use crate::test_support::{STARTUP_DEADLINE, Spawned, Sway, require, sway, xvfb};
 
 /// A private X server, the node's clipboard on it, and a directory for the test's files.
 struct Desk {
@@ -73,14 +73,24 @@ fn clipboard_owner(display: &str) -> u32 {
     conn.get_selection_owner(clipboard).unwrap().reply().unwrap().owner
 }
 
-/// `xclip -o` of `target`, as another program pastes it: its stdout, or its error. Killed by
-/// PID if it hangs.
+/// `xclip -o` of `target`, as another program pastes it: its stdout, or its error.
 fn xclip_out(display: &str, target: &str, dir: &Path) -> Result<Vec<u8>, String> {
-    require("xclip", "xclip");
-    let out = dir.join(format!("xclip-out-{}", nonce()));
-    let mut child = Process::new("xclip")
-        .args(["-selection", "clipboard", "-t", target, "-o"])
-        .env("DISPLAY", display)
+    let args = ["-selection", "clipboard", "-t", target, "-o"];
+    another_program_pastes(("xclip", "xclip"), &args, ("DISPLAY", display), dir)
+}
+
+/// What `program args` prints with `env` set, or its error; killed by PID if it hangs.
+fn another_program_pastes(
+    (program, package): (&str, &str),
+    args: &[&str],
+    env: (&str, &str),
+    dir: &Path,
+) -> Result<Vec<u8>, String> {
+    require(program, package);
+    let out = dir.join(format!("{program}-out-{}", nonce()));
+    let mut child = Process::new(program)
+        .args(args)
+        .env(env.0, env.1)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(Stdio::piped())
@@ -94,7 +104,7 @@ fn xclip_out(display: &str, target: &str, dir: &Path) -> Result<Vec<u8>, String>
         if started.elapsed() > STARTUP_DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("xclip -o did not finish");
+            panic!("{program} {args:?} did not finish");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -487,4 +497,105 @@ async fn a_display_that_does_not_answer_is_explained() {
         "{}",
         error.message
     );
+}
+
+// Wayland, without Xwayland: sway headless, and wl-clipboard's programs as the other program.
+
+/// A compositor, the node's clipboard on it, and a directory for the test's files.
+struct Seat {
+    capability: ClipboardCapability,
+    sway: Sway,
+    dir: tempfile::TempDir,
+}
+
+fn seat() -> Seat {
+    let dir = tempfile::tempdir().unwrap();
+    let sway = sway();
+    let settings = live_settings(dir.path(), true);
+    let capability = ClipboardCapability::for_wayland(settings, sway.socket.clone(), DEFAULT_TIMEOUT);
+    Seat { capability, sway, dir }
+}
+
+fn wl_paste(seat: &Seat, args: &[&str]) -> Result<Vec<u8>, String> {
+    another_program_pastes(("wl-paste", "wl-clipboard"), args, ("WAYLAND_DISPLAY", &seat.sway.socket), seat.dir.path())
+}
+
+/// wl-copy serving `bytes` as `mime` (killed by PID when the guard drops); returns once the
+/// compositor hands them out.
+fn wl_copy_in(seat: &Seat, mime: &str, bytes: &[u8]) -> Spawned {
+    let file = seat.dir.path().join(format!("wl-copy-in-{}", nonce()));
+    std::fs::write(&file, bytes).unwrap();
+    let copier = Spawned::start_with_stdin(
+        "wl-copy",
+        "wl-clipboard",
+        Process::new("wl-copy").args(["--foreground", "--type", mime]).env("WAYLAND_DISPLAY", &seat.sway.socket),
+        seat.dir.path(),
+        Stdio::from(std::fs::File::open(&file).unwrap()),
+    );
+    let started = Instant::now();
+    while wl_paste(seat, &["--no-newline", "--type", mime]).ok().as_deref() != Some(bytes) {
+        assert!(started.elapsed() < STARTUP_DEADLINE, "wl-copy did not take the clipboard: {}", copier.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    copier
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
+
+#[tokio::test]
+async fn wayland_what_the_node_writes_is_pasted_by_another_program() {
+    let seat = seat();
+    let empty = payload(call(&seat.capability, "clipboard.read", json!({"format": "auto"})).await);
+    assert_eq!(empty["empty"], true, "{empty}");
+
+    let text = format!("wayland {} héllo ✓ 😀", nonce());
+    payload(call(&seat.capability, "clipboard.write", json!({"text": text})).await);
+    for target in ["text/plain;charset=utf-8", "UTF8_STRING"] {
+        let pasted = wl_paste(&seat, &["--no-newline", "--type", target]).unwrap();
+        assert_eq!(pasted, text.as_bytes(), "{target}, after the call returned");
+    }
+    let first = seat.capability.backends.wayland.source_pid().await.expect("a wl-copy serves it");
+    assert_eq!(payload(call(&seat.capability, "clipboard.read", json!({})).await)["text"], text.as_str());
+
+    let pixels = random_pixels(19, 11, Layout::Rgba);
+    let png = imaging::encode_png(&pixels).unwrap();
+    payload(call(&seat.capability, "clipboard.write", json!({"image": {"data": STANDARD.encode(&png)}})).await);
+    assert_eq!(wl_paste(&seat, &["--type", "image/png"]).unwrap(), png, "the very bytes written");
+    let second = seat.capability.backends.wayland.source_pid().await.unwrap();
+    assert!(second != first && !alive(first), "the previous wl-copy was replaced, not left running");
+    let types = String::from_utf8(wl_paste(&seat, &["--list-types"]).unwrap()).unwrap();
+    assert_eq!(types.trim(), "image/png");
+
+    let Seat { capability, sway, dir } = seat;
+    drop(capability);
+    let started = Instant::now();
+    while alive(second) {
+        assert!(started.elapsed() < STARTUP_DEADLINE, "the node's wl-copy outlived the capability");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let env = ("WAYLAND_DISPLAY", sway.socket.as_str());
+    let error = another_program_pastes(("wl-paste", "wl-clipboard"), &["--list-types"], env, dir.path()).unwrap_err();
+    assert!(error.contains("No selection"), "released with the node: {error}");
+}
+
+#[tokio::test]
+async fn wayland_what_another_program_copies_is_read_exactly() {
+    let seat = seat();
+    let text = format!("{} – Grüße, 東京, 😀\nsecond line", nonce());
+    let copier = wl_copy_in(&seat, "text/plain;charset=utf-8", text.as_bytes());
+    let read = payload(call(&seat.capability, "clipboard.read", json!({})).await);
+    assert_eq!(read["text"], text.as_str());
+    assert_eq!((read["bytes"].clone(), read["truncated"].clone()), (json!(text.len()), json!(false)));
+    assert!(read["offered"].as_array().unwrap().contains(&json!("UTF8_STRING")), "{read}");
+    drop(copier);
+
+    let pixels = random_pixels(30, 20, Layout::Rgb);
+    let _copier = wl_copy_in(&seat, "image/png", &imaging::encode_png(&pixels).unwrap());
+    let output = call(&seat.capability, "clipboard.read", json!({"format": "auto"})).await.unwrap();
+    assert_eq!(image_of(&output), pixels);
+    let text_asked = payload(call(&seat.capability, "clipboard.read", json!({})).await);
+    assert_eq!(text_asked["offered"], json!(["image/png"]));
+    assert!(text_asked["message"].as_str().unwrap().starts_with("The clipboard holds no text"), "{text_asked}");
 }
