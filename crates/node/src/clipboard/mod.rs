@@ -118,10 +118,13 @@ impl ClipboardCapability {
 
     fn at(settings: Arc<LiveSettings>, place: Place, timeout: Duration) -> Self {
         let backends = Arc::new(Backends {
-            owner: x11::Owner::new(match &place {
-                Place::X11(display) => Some(display.clone()),
-                _ => None,
-            }),
+            owner: x11::Owner::new(
+                match &place {
+                    Place::X11(display) => Some(display.clone()),
+                    _ => None,
+                },
+                timeout,
+            ),
             wayland: wayland::Wayland::new(match &place {
                 Place::Wayland(socket) => Some(socket.clone()),
                 _ => None,

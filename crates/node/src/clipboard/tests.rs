@@ -405,14 +405,7 @@ async fn an_empty_clipboard_is_an_answer_not_a_failure() {
 #[tokio::test]
 async fn an_owner_that_never_answers_fails_the_read_in_time() {
     let desk = desk_with(true, Duration::from_millis(700));
-    // A client that takes the clipboard and then never reads its events.
-    let (conn, screen) = x11rb::connect(Some(&desk.display)).unwrap();
-    let window = conn.generate_id().unwrap();
-    let root = conn.setup().roots[screen].root;
-    conn.create_window(0, window, root, 0, 0, 1, 1, 0, WindowClass::INPUT_ONLY, 0, &CreateWindowAux::new()).unwrap();
-    let clipboard = conn.intern_atom(false, b"CLIPBOARD").unwrap().reply().unwrap().atom;
-    conn.set_selection_owner(window, clipboard, x11rb::CURRENT_TIME).unwrap();
-    conn.get_input_focus().unwrap().reply().unwrap(); // a round trip: the clipboard is taken
+    let (_conn, window) = a_hung_owner(&desk.display);
     let error = call(&desk.capability, "clipboard.read", json!({})).await.unwrap_err();
     assert_eq!(error.code, Some(UNAVAILABLE));
     assert_eq!(
@@ -421,6 +414,112 @@ async fn an_owner_that_never_answers_fails_the_read_in_time() {
             "Clipboard read failed: the program that owns the clipboard (X window 0x{window:x}) did not answer within \
              0.7 s; it may be busy or hung. Copy something again, or close that program"
         )
+    );
+}
+
+/// A client that takes the clipboard and then never reads its events; dropped, it lets go.
+fn a_hung_owner(display: &str) -> (x11rb::rust_connection::RustConnection, u32) {
+    let (conn, screen) = x11rb::connect(Some(display)).unwrap();
+    let window = conn.generate_id().unwrap();
+    let root = conn.setup().roots[screen].root;
+    conn.create_window(0, window, root, 0, 0, 1, 1, 0, WindowClass::INPUT_ONLY, 0, &CreateWindowAux::new()).unwrap();
+    let clipboard = conn.intern_atom(false, b"CLIPBOARD").unwrap().reply().unwrap().atom;
+    conn.set_selection_owner(window, clipboard, x11rb::CURRENT_TIME).unwrap();
+    conn.get_input_focus().unwrap().reply().unwrap(); // a round trip: the clipboard is taken
+    (conn, window)
+}
+
+#[tokio::test]
+async fn a_cancelled_read_stops_waiting_for_a_hung_owner() {
+    let desk = desk();
+    let _hung = a_hung_owner(&desk.display);
+    let ctx = CallContext::detached();
+    let cancel = ctx.cancel.clone();
+    let request = InvokeRequest {
+        id: "t".into(),
+        command: "clipboard.read".into(),
+        args: Map::new(),
+        session_key: None,
+        caller: Caller::Mcp,
+    };
+    let call = command(&desk.capability, "clipboard.read").call(request, ctx);
+    let canceller = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+    };
+    let (outcome, ()) = tokio::join!(call, canceller);
+    assert_eq!(outcome.unwrap_err().message, clawmcp_mcp::CANCELLED, "cancelled, not timed out");
+}
+
+/// The node serves 1 MiB in chunks to at most 8 requestors at once; requestors that take the
+/// first answer and never ask for a chunk hold their places only until they have stalled for
+/// the call timeout.
+#[tokio::test]
+async fn stalled_requestors_hold_at_most_eight_transfers_and_are_then_dropped() {
+    let desk = desk_with(true, Duration::from_secs(3));
+    let text = "z".repeat(MAX_WRITE_TEXT_BYTES);
+    payload(call(&desk.capability, "clipboard.write", json!({"text": text})).await);
+    let (conn, screen) = x11rb::connect(Some(&desk.display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let atom = |name: &[u8]| conn.intern_atom(false, name).unwrap().reply().unwrap().atom;
+    let (clipboard, utf8, property) = (atom(b"CLIPBOARD"), atom(b"UTF8_STRING"), atom(b"STALLED"));
+    let ask = || {
+        let window = conn.generate_id().unwrap();
+        conn.create_window(0, window, root, 0, 0, 1, 1, 0, WindowClass::INPUT_ONLY, 0, &CreateWindowAux::new())
+            .unwrap();
+        conn.convert_selection(window, clipboard, utf8, property, x11rb::CURRENT_TIME).unwrap();
+        conn.flush().unwrap();
+        let started = Instant::now();
+        loop {
+            match conn.poll_for_event().unwrap() {
+                Some(x11rb::protocol::Event::SelectionNotify(notify)) if notify.requestor == window => {
+                    break notify.property;
+                }
+                Some(_) => {}
+                None => {
+                    assert!(started.elapsed() < STARTUP_DEADLINE, "the node did not answer");
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        }
+    };
+    for requestor in 0..8 {
+        assert_eq!(ask(), property, "requestor {requestor} gets an INCR transfer");
+    }
+    assert_eq!(ask(), x11rb::NONE, "the ninth is refused while eight are under way");
+    let started = Instant::now();
+    while xclip_out(&desk.display, "UTF8_STRING", desk.dir.path()).ok().as_deref() != Some(text.as_bytes()) {
+        assert!(started.elapsed() < 4 * STARTUP_DEADLINE, "the stalled transfers were never dropped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test]
+async fn text_past_the_count_limit_reports_a_lower_bound() {
+    let desk = desk();
+    let size = selection::MAX_COUNTED_BYTES as usize + MAX_TEXT_WIRE_BYTES;
+    let _xclip = xclip_in(&desk, "UTF8_STRING", &vec![b'q'; size]);
+    let read = payload(call(&desk.capability, "clipboard.read", json!({})).await);
+    assert_eq!((read["truncated"].clone(), read["returnedBytes"].clone()), (json!(true), json!(MAX_TEXT_WIRE_BYTES)));
+    assert!(read.get("bytes").is_none(), "no exact size claimed: {}", read["note"]);
+    let at_least = read["bytesAtLeast"].as_u64().unwrap();
+    assert!(at_least > selection::MAX_COUNTED_BYTES && at_least < size as u64, "{at_least}");
+    assert!(read["note"].as_str().unwrap().starts_with(&format!("The clipboard holds at least {at_least} bytes")));
+}
+
+#[tokio::test]
+async fn an_image_at_the_read_bound_is_read_and_one_byte_more_is_refused() {
+    let desk = desk();
+    let exact = png_of_size(MAX_READ_PNG_BYTES);
+    let xclip = xclip_in(&desk, "image/png", &exact);
+    let output = call(&desk.capability, "clipboard.read", json!({"format": "image"})).await.unwrap();
+    assert_eq!(image_of(&output), imaging::decode_png(&exact, 64).unwrap(), "its 8x8 pixels");
+    drop(xclip);
+    let _xclip = xclip_in(&desk, "image/png", &png_of_size(MAX_READ_PNG_BYTES + 1));
+    let error = call(&desk.capability, "clipboard.read", json!({"format": "image"})).await.unwrap_err();
+    assert_eq!(
+        error.message,
+        "Clipboard read failed: the clipboard's image is 33554433 bytes, more than the 33554432 bytes this node reads"
     );
 }
 

@@ -9,7 +9,8 @@
 //! - [`Owner`]: the node's long-lived owner, one thread per capability started on the first write
 //!   and kept, that serves what was written until another program copies (`SelectionClear`) or
 //!   the node drops the capability. Large data goes out in `INCR` chunks, one per deletion of the
-//!   requestor's property, several requestors at once, each dropped when it stalls.
+//!   requestor's property, several requestors at once, each dropped when it stalls for as long
+//!   as a call may wait.
 //!
 //! Blocking: run [`read`] and [`Owner::offer`] on the blocking pool.
 
@@ -58,8 +59,6 @@ x11rb::atom_manager! {
 const CHUNK_BYTES: usize = 256 * 1024;
 /// Incremental transfers served at once; a further large request is refused until one ends.
 const MAX_TRANSFERS: usize = 8;
-/// A requestor that stops taking chunks for this long is dropped.
-const TRANSFER_IDLE: Duration = Duration::from_secs(5);
 /// One X client: a connection and an unmapped window that receives conversions.
 struct Client {
     conn: RustConnection,
@@ -294,6 +293,8 @@ fn unanswered(conn: &RustConnection, atoms: &Atoms, timeout: Duration) -> Result
 /// owner ends the thread, and with its connection the selection.
 pub struct Owner {
     display: Option<String>,
+    /// How long a requestor may stall an incremental transfer before it is dropped.
+    idle: Duration,
     running: Mutex<Option<Running>>,
 }
 
@@ -310,8 +311,8 @@ struct Offer {
 }
 
 impl Owner {
-    pub fn new(display: Option<String>) -> Self {
-        Owner { display, running: Mutex::new(None) }
+    pub fn new(display: Option<String>, idle: Duration) -> Self {
+        Owner { display, idle, running: Mutex::new(None) }
     }
 
     /// Makes `content` the clipboard's, served until another program copies or the owner is
@@ -319,7 +320,7 @@ impl Owner {
     pub fn offer(&self, content: Content, timeout: Duration) -> Result<(), String> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         if running.as_ref().is_none_or(|running| running.thread.is_finished()) {
-            *running = Some(Running::start(self.display.as_deref())?);
+            *running = Some(Running::start(self.display.as_deref(), self.idle)?);
         }
         let Some(current) = running.as_mut() else { unreachable!("started above") };
         let (answer, answered) = mpsc::sync_channel(1);
@@ -354,7 +355,7 @@ impl Owner {
 }
 
 impl Running {
-    fn start(display: Option<&str>) -> Result<Running, String> {
+    fn start(display: Option<&str>, idle: Duration) -> Result<Running, String> {
         let client = Client::open(display)?;
         let chunk = CHUNK_BYTES.min(client.conn.maximum_request_bytes().saturating_sub(64));
         let (offers, received) = mpsc::channel();
@@ -362,7 +363,7 @@ impl Running {
         for socket in [&wake, &woken] {
             socket.set_nonblocking(true).map_err(|e| format!("cannot make the clipboard owner's socket: {e}"))?;
         }
-        let mut server = Server { client, chunk, held: None, transfers: Vec::new(), pending: VecDeque::new() };
+        let mut server = Server { client, chunk, idle, held: None, transfers: Vec::new(), pending: VecDeque::new() };
         let thread = std::thread::Builder::new()
             .name("clawmcp-clipboard".into())
             .spawn(move || {
@@ -400,6 +401,7 @@ struct Outgoing {
 struct Server {
     client: Client,
     chunk: usize,
+    idle: Duration,
     held: Option<Held>,
     transfers: Vec<Outgoing>,
     /// Events read while waiting for something else, handled next.
@@ -583,7 +585,7 @@ impl Server {
             kind,
             data,
             sent: 0,
-            idle_until: Instant::now() + TRANSFER_IDLE,
+            idle_until: Instant::now() + self.idle,
         });
         Ok(true)
     }
@@ -602,7 +604,7 @@ impl Server {
             self.unwatch(done.requestor)?;
         } else {
             transfer.sent = end;
-            transfer.idle_until = Instant::now() + TRANSFER_IDLE;
+            transfer.idle_until = Instant::now() + self.idle;
         }
         Ok(())
     }
