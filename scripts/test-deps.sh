@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite drives for real (no mocks):
 #   xvfb, dunst          - a display and a notification daemon for system.notify tests
+#   xclip                - the other program that pastes what clipboard.write put there and copies what clipboard.read reads
+#   sway, wl-clipboard   - a headless Wayland compositor and wl-copy/wl-paste for the clipboard's Wayland backend
 #   dbus, dbus-bin, systemd (busctl, used by dunstctl) - private session buses
 #   iproute2             - network namespaces for device.status network tests
 #   e2fsprogs (chattr)   - immutable directories for permission tests run as root
@@ -11,7 +13,7 @@
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg x11-xserver-utils)
+packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg x11-xserver-utils)
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -107,6 +107,25 @@ impl MissingBackend {
     }
 }
 
+impl MissingBackend {
+    /// Whether there is an X display to talk to: `display` named, or in `DISPLAY`. (Whether it
+    /// answers is learnt by using it, which says so.) `wayland_gap` says what this command lacks
+    /// in a Wayland session without Xwayland.
+    pub fn x11_display(display: Option<&str>, wayland_gap: &str) -> Result<(), MissingBackend> {
+        let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
+        if display.is_some() || set("DISPLAY") {
+            return Ok(());
+        }
+        Err(MissingBackend::new(
+            match set("WAYLAND_DISPLAY") {
+                true => format!("no X display: this is a Wayland session without Xwayland's DISPLAY ({wayland_gap})"),
+                false => "no X display: DISPLAY is unset".to_owned(),
+            },
+            "run the node inside your X session (DISPLAY=:0), or on a headless machine under Xvfb (apt install xvfb)",
+        ))
+    }
+}
+
 impl std::fmt::Display for MissingBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}; {}", self.what, self.fix)

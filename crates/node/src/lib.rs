@@ -11,13 +11,16 @@
 //! - [`device`]: `device.info`, `device.status`.
 //! - [`screen`]: `screen.snapshot` and `screen.record` (X11; recording through ffmpeg).
 //! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
+//! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
 
 pub mod approvals;
 pub mod availability;
 pub mod camera;
 pub mod capability;
+pub mod clipboard;
 mod command_text;
 pub mod device;
+mod imaging;
 pub mod registry;
 pub mod screen;
 pub mod settings;

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::approvals::ExecApprovals;
 use crate::camera::CameraCapability;
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
+use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
@@ -43,7 +44,8 @@ impl Registry {
         registry.register(&SystemCapability::new(settings.clone(), approvals));
         registry.register(&DeviceCapability::new());
         registry.register(&ScreenCapability::new(settings.clone()));
-        registry.register(&CameraCapability::new(settings));
+        registry.register(&CameraCapability::new(settings.clone()));
+        registry.register(&ClipboardCapability::new(settings));
         registry
     }
 

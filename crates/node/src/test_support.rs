@@ -33,11 +33,22 @@ pub struct Spawned {
 
 impl Spawned {
     pub fn start(name: &'static str, package: &str, command: &mut Command, dir: &Path) -> Spawned {
+        Spawned::start_with_stdin(name, package, command, dir, Stdio::null())
+    }
+
+    /// [`Spawned::start`] with `stdin` (a file the program reads).
+    pub fn start_with_stdin(
+        name: &'static str,
+        package: &str,
+        command: &mut Command,
+        dir: &Path,
+        stdin: Stdio,
+    ) -> Spawned {
         require(name, package);
         let stderr_path = dir.join(format!("{name}.stderr"));
         let stderr = File::create(&stderr_path).expect("create stderr log");
         let child = command
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
@@ -95,4 +106,51 @@ pub fn xvfb_with(dir: &Path, geometry: &str, extra: &[&str]) -> (Spawned, String
     );
     let display = format!(":{}", server.ready_line());
     (server, display)
+}
+
+/// A headless Wayland compositor (sway, software rendering) in a runtime directory of its own,
+/// killed by its PID when dropped.
+pub struct Sway {
+    _server: Spawned,
+    /// Its socket's absolute path: a `WAYLAND_DISPLAY` value.
+    pub socket: String,
+    _runtime: tempfile::TempDir,
+}
+
+/// Starts [`Sway`]. sway refuses to run as root, so as root it runs as `nobody` (setpriv), in a
+/// directory that then belongs to nobody.
+pub fn sway() -> Sway {
+    require("sway", "sway");
+    let runtime = tempfile::tempdir().unwrap();
+    let config = runtime.path().join("sway.config");
+    std::fs::write(&config, "output HEADLESS-1 resolution 640x480\n").unwrap();
+    let root = nix::unistd::geteuid().is_root();
+    let mut command = match root {
+        true => {
+            let (nobody, nogroup) = (nix::unistd::Uid::from_raw(65534), nix::unistd::Gid::from_raw(65534));
+            nix::unistd::chown(runtime.path(), Some(nobody), Some(nogroup)).unwrap();
+            let mut command = Command::new("setpriv");
+            command.args(["--reuid=65534", "--regid=65534", "--clear-groups", "sway"]);
+            command
+        }
+        false => Command::new("sway"),
+    };
+    command
+        .arg("-c")
+        .arg(&config)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env("WLR_BACKENDS", "headless")
+        .env("WLR_LIBINPUT_NO_DEVICES", "1")
+        .env("WLR_RENDERER", "pixman");
+    let (name, package) = if root { ("setpriv", "util-linux") } else { ("sway", "sway") };
+    let server = Spawned::start(name, package, &mut command, runtime.path());
+    let socket = runtime.path().join("wayland-1");
+    let started = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(started.elapsed() < STARTUP_DEADLINE, "sway did not open its socket; stderr:\n{}", server.stderr());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Sway { _server: server, socket: socket.to_string_lossy().into_owned(), _runtime: runtime }
 }

@@ -82,7 +82,10 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "screen.record"
         | "camera.list"
         | "camera.snap"
-        | "camera.clip" => (true, false, true, false),
+        | "camera.clip"
+        | "clipboard.read" => (true, false, true, false),
+        // Replaces what the user had copied (gone), locally; the same write twice leaves the same clipboard.
+        "clipboard.write" => (false, true, true, false),
         // Shows a notification: a change, but nothing is lost; each call shows another one.
         "system.notify" => (false, false, false, false),
         // Runs any program the policy allows: it can do anything the user can, anywhere.

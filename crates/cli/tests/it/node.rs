@@ -267,6 +267,11 @@ fn status_names_what_is_served_and_why_the_rest_is_not_and_follows_the_switches(
     assert!(first["tools"]["served"].as_array().unwrap().iter().any(|name| name == "system.run"), "{first}");
     let off = reason_of(&first, "screen.snapshot").expect("screen.snapshot is not served");
     assert!(off.contains("clawmcp settings set NodeScreenEnabled true"), "{off}");
+    // The clipboard: reading waits for its switch; writing has none, and lacks only a display.
+    let read_off = reason_of(&first, "clipboard.read").expect("clipboard.read is not served");
+    assert!(read_off.starts_with("off: NodeClipboardReadEnabled is false"), "{read_off}");
+    let no_display = reason_of(&first, "clipboard.write").expect("clipboard.write is not served without a display");
+    assert!(no_display.starts_with("unavailable: no X display: DISPLAY is unset"), "{no_display}");
     sandbox
         .clawmcp(["node", "status", "--data-dir"])
         .arg(sandbox.data())

@@ -23,7 +23,9 @@ mod x11;
 
 pub use record::{RecordOptions, SizeBound};
 
-use std::io::Cursor;
+/// What a Wayland session without Xwayland lacks for screen capture.
+const WAYLAND_GAP: &str = "screen capture through the desktop portal is not supported yet";
+
 use std::sync::{Arc, LazyLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -35,13 +37,13 @@ use serde_json::{Map, Value, json};
 
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Capability, Command, CommandSpec};
+use crate::imaging::{self, Layout, Pixels};
 use crate::settings::LiveSettings;
 
-/// What `screen.snapshot` returns at most when the caller names no `maxWidth`.
-pub const DEFAULT_MAX_PIXELS: u64 = 1_150_000;
-/// Upstream's clamps.
-pub const MIN_WIDTH: u32 = 16;
-pub const MAX_WIDTH: u32 = 7680;
+/// What `screen.snapshot` returns at most when the caller names no `maxWidth`, and upstream's
+/// `maxWidth` clamps (shared with every command that returns an image).
+pub use crate::imaging::{DEFAULT_MAX_PIXELS, MAX_WIDTH, MIN_WIDTH};
+/// Upstream's clamp.
 pub const MAX_SCREEN_INDEX: u64 = 32;
 const DEFAULT_QUALITY: u8 = 80;
 
@@ -66,7 +68,9 @@ impl ScreenCapability {
         let record = record::command(settings.clone(), display.clone(), recording);
         let gate = {
             let display = display.clone();
-            Gate::new(settings, Some(&Switch::SCREEN), move || x11_display(display.as_deref()))
+            Gate::new(settings, Some(&Switch::SCREEN), move || {
+                MissingBackend::x11_display(display.as_deref(), WAYLAND_GAP)
+            })
         };
         let snapshot = command_spec().with_output_handler({
             let gate = gate.clone();
@@ -92,24 +96,6 @@ impl Capability for ScreenCapability {
     fn commands(&self) -> Vec<Command> {
         self.commands.clone()
     }
-}
-
-/// Whether there is an X display to capture: named, or in `DISPLAY`. (Whether it answers is
-/// learnt by the capture, which says so.)
-fn x11_display(display: Option<&str>) -> Result<(), MissingBackend> {
-    if display.is_some() || std::env::var_os("DISPLAY").is_some_and(|value| !value.is_empty()) {
-        return Ok(());
-    }
-    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|value| !value.is_empty());
-    Err(MissingBackend::new(
-        match wayland {
-            true => {
-                "no X display: this is a Wayland session without Xwayland's DISPLAY (the desktop portal is not supported yet)"
-            }
-            false => "no X display: DISPLAY is unset",
-        },
-        "run the node inside your X session (DISPLAY=:0), or on a headless machine under Xvfb (apt install xvfb)",
-    ))
 }
 
 pub fn command_spec() -> CommandSpec {
@@ -217,26 +203,15 @@ fn format_name(args: &Map<String, Value>) -> Option<String> {
 
 use crate::capability::args::whole_number;
 
-/// The size to return for a `width` x `height` capture.
-fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32) {
-    let scale = match max_width {
-        Some(max) => (f64::from(max) / f64::from(width)).min(1.0),
-        None => (DEFAULT_MAX_PIXELS as f64 / (f64::from(width) * f64::from(height))).sqrt().min(1.0),
-    };
-    let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
-    (scaled(width), scaled(height))
-}
-
 fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
     let started = std::time::Instant::now();
     let captured = x11::capture(display, args.screen_index, args.include_pointer).map_err(ToolFailure::new)?;
     let capture_time = started.elapsed();
-    let (width, height) = target_size(captured.width, captured.height, args.max_width);
-    let rgb = match (width, height) == (captured.width, captured.height) {
-        true => captured.rgb,
-        false => resize(captured.rgb, captured.width, captured.height, width, height)?,
-    };
-    let bytes = encode(&rgb, width, height, args.format, args.quality)?;
+    let full = Pixels { data: captured.rgb, width: captured.width, height: captured.height, layout: Layout::Rgb };
+    let pixels =
+        imaging::fit(full, args.max_width).map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))?;
+    let (width, height) = (pixels.width, pixels.height);
+    let bytes = encode(&pixels, args.format, args.quality)?;
     let encode_time = started.elapsed() - capture_time;
     let captured_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     tracing::info!(
@@ -289,39 +264,12 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
         .with_gateway_payload(gateway))
 }
 
-fn resize(rgb: Vec<u8>, width: u32, height: u32, to_width: u32, to_height: u32) -> Result<Vec<u8>, ToolFailure> {
-    use fast_image_resize::images::Image;
-    use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
-    let failed = |error: &dyn std::fmt::Display| ToolFailure::new(format!("Capture failed: cannot scale: {error}"));
-    let source = Image::from_vec_u8(width, height, rgb, PixelType::U8x3).map_err(|e| failed(&e))?;
-    let mut target = Image::new(to_width, to_height, PixelType::U8x3);
-    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    Resizer::new().resize(&source, &mut target, &options).map_err(|e| failed(&e))?;
-    Ok(target.into_vec())
-}
-
-fn encode(rgb: &[u8], width: u32, height: u32, format: Format, quality: u8) -> Result<Vec<u8>, ToolFailure> {
-    let failed = |error: &dyn std::fmt::Display| ToolFailure::new(format!("Capture failed: cannot encode: {error}"));
-    let mut out = Vec::with_capacity(rgb.len() / 4);
+fn encode(pixels: &Pixels, format: Format, quality: u8) -> Result<Vec<u8>, ToolFailure> {
     match format {
-        Format::Png => {
-            let mut encoder = png::Encoder::new(Cursor::new(&mut out), width, height);
-            encoder.set_color(png::ColorType::Rgb);
-            encoder.set_depth(png::BitDepth::Eight);
-            encoder.set_compression(png::Compression::Fast);
-            let mut writer = encoder.write_header().map_err(|e| failed(&e))?;
-            writer.write_image_data(rgb).map_err(|e| failed(&e))?;
-            writer.finish().map_err(|e| failed(&e))?;
-        }
-        Format::Jpeg => {
-            let (w, h) =
-                (u16::try_from(width).map_err(|e| failed(&e))?, u16::try_from(height).map_err(|e| failed(&e))?);
-            jpeg_encoder::Encoder::new(&mut out, quality)
-                .encode(rgb, w, h, jpeg_encoder::ColorType::Rgb)
-                .map_err(|e| failed(&e))?;
-        }
+        Format::Png => imaging::encode_png(pixels),
+        Format::Jpeg => imaging::encode_jpeg(pixels, quality),
     }
-    Ok(out)
+    .map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command as Process};
 
-use super::{MAX_SCREEN_INDEX, format_name, invalid, whole_number, x11, x11_display};
+use super::{MAX_SCREEN_INDEX, WAYLAND_GAP, format_name, invalid, whole_number, x11};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Command, CommandSpec};
 use crate::settings::LiveSettings;
@@ -115,7 +115,7 @@ pub(super) fn command(settings: Arc<LiveSettings>, display: Option<String>, opti
     let gate = {
         let (display, options) = (display.clone(), options.clone());
         Gate::new(settings, Some(&Switch::SCREEN), move || {
-            x11_display(display.as_deref())?;
+            MissingBackend::x11_display(display.as_deref(), WAYLAND_GAP)?;
             options.ffmpeg().map(drop)
         })
     };

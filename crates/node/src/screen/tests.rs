@@ -1,6 +1,7 @@
 //! Captures of a real X server (Xvfb) showing content the test drew at known places in random
 //! colours: the returned image must hold exactly those pixels (PNG), or nearly (JPEG).
 
+use std::io::Cursor;
 use std::path::Path;
 
 use clawmcp_mcp::CallContext;
