@@ -41,12 +41,14 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
                    ffprobe h264 640x480 about 1 s, its first frame the root colour (but for the
                    pointer x11grab draws at the centre), payloadJSON under
                    the gateway's 25 MiB frame limit (server-constants MAX_PAYLOAD_BYTES); `openclaw
-                   nodes screen record --no-audio --out F --json` writes an mp4 ffprobe reads; the
-                   subcommand's default (includeAudio true) is refused with a clear error at the CLI
-                   (recorded: no audio backend)
-  camera-list      `openclaw nodes invoke ... camera.list`: payload {cameras: []} (no camera here);
+                   nodes screen record --no-audio --out F --json` writes an mp4 ffprobe reads, and
+                   so does its default (includeAudio true, what the agent tool sends too): answered
+                   video only (hasAudio false), not refused
+  camera-list      `openclaw nodes invoke ... camera.list`: payload {devices: [], cameras: []} (no
+                   camera here; the node hosts' shape and the Windows node's);
                    `openclaw nodes camera list --json` answers [] (it reads payload.devices)
-  camera-snap-no-device  `openclaw nodes camera snap` and `camera clip --no-audio`: exit 1 with
+  camera-snap-no-device  `openclaw nodes camera snap` (also with the CLI's `--quality 0.5`, the 0..1
+                   scale the agent tool sends too) and `camera clip --no-audio`: exit 1 with
                    UNAVAILABLE "no camera found ..." at the CLI; `nodes invoke camera.snap {}` the same
   disabled-after-on `clawmcp settings set NodeScreenEnabled false` again: our node reconnects with
                    the narrower surface (node.list without screen.*, still approved), and `openclaw
@@ -506,18 +508,23 @@ class Suite:
         expect(file.get("path") == str(out) and out.stat().st_size > 0 and out.read_bytes()[4:8] == b"ftyp",
                f"`nodes screen record --no-audio`: {written}")
         cli_probe = ffprobe(out)
-        default = self.openclaw("nodes", "screen", "record", "--node", self.ours_id, "--duration", "1000",
-                                "--out", str(self.artifacts / "record-default.mp4"))
-        said = default.error_message()
-        expect(default.rc != 0 and "includeAudio" in said, f"`nodes screen record` (includeAudio true): {default}")
+        # The CLI's (and the agent tool's) default asks for audio: answered, video only.
+        default_out = self.artifacts / "record-default.mp4"
+        default = self.cli_ok("nodes", "screen", "record", "--node", self.ours_id, "--duration", "1000",
+                              "--out", str(default_out))
+        expect(default_out.stat().st_size > 0 and default_out.read_bytes()[4:8] == b"ftyp"
+               and (default.get("file") or {}).get("hasAudio") in (False, None),
+               f"`nodes screen record` (includeAudio true): {default}")
+        said = f"wrote {default_out.stat().st_size} B, {json.dumps(default.get('file') or default)[:160]}"
         return (f"invoke: {len(data)} B mp4, ffprobe h264 {stream.get('width')}x{stream.get('height')} {duration:.2f} s "
                 f"{stream.get('nb_frames')} frames, first frame the root colour but {len(off)} pointer pixels, payloadJSON {frame} B; `nodes screen "
                 f"record --no-audio` wrote {out.stat().st_size} B ({(cli_probe.get('format') or {}).get('duration')} s) "
-                f"{json.dumps(file)}; without --no-audio: {said!r}")
+                f"{json.dumps(file)}; without --no-audio (includeAudio true): {said}")
 
     def camera_list(self) -> str:
         payload, _ = self.node_payload("camera.list", {})
-        expect(payload == {"cameras": []}, f"camera.list payload {payload}")
+        # Both upstream shapes: `devices` (the node hosts', what the CLI reads), `cameras` (Windows').
+        expect(payload == {"devices": [], "cameras": []}, f"camera.list payload {payload}")
         cli = self.cli_ok("nodes", "camera", "list", "--node", self.ours_id)
         expect(cli == [], f"`nodes camera list --json`: {cli}")
         return f"invoke payload {json.dumps(payload)}; `nodes camera list --json` {json.dumps(cli)}"
@@ -525,6 +532,8 @@ class Suite:
     def camera_snap_no_device(self) -> str:
         seen = []
         for argv in (("nodes", "camera", "snap", "--node", self.ours_id),
+                     # The CLI's 0..1 quality scale reaches the device check (not refused as an argument).
+                     ("nodes", "camera", "snap", "--node", self.ours_id, "--quality", "0.5"),
                      ("nodes", "camera", "clip", "--node", self.ours_id, "--duration", "500", "--no-audio"),
                      ("nodes", "invoke", "--node", self.ours_id, "--command", "camera.snap", "--params", "{}")):
             answer = self.openclaw(*argv)

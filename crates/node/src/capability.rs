@@ -174,6 +174,40 @@ pub mod args {
         }
     }
 
+    /// An encoder quality on the 1..100 scale, from either scale callers use: a whole number is
+    /// the Windows node's 1..100; a fraction from 0 to 1 is the scale of the gateway's CLI and
+    /// agent tool, the macOS/iOS nodes and the Linux node plugin (`0.95` is 95). Out of range is
+    /// clamped, as upstream clamps; absent or `null` is `default`; anything else is an error.
+    pub fn quality(args: &Map<String, Value>, default: u8) -> Result<u8, super::CapabilityError> {
+        let Some(value) = args.get("quality").filter(|value| !value.is_null()) else { return Ok(default) };
+        let Some(number) = value.as_f64().filter(|number| number.is_finite()) else {
+            return Err(super::CapabilityError::new(
+                "quality must be a number: 1..100, or a fraction 0..1 (0.8 is 80)",
+            )
+            .with_code(clawmcp_mcp::tool::codes::INVALID_REQUEST));
+        };
+        let percent = match value.is_f64() && number <= 1.0 {
+            true => number * 100.0,
+            false => number,
+        };
+        Ok(percent.round().clamp(1.0, 100.0) as u8)
+    }
+
+    /// `includeAudio` (absent or `null`: `default`). No capture records sound yet, so `true` is
+    /// answered with [`NO_AUDIO`] beside `hasAudio: false` rather than refused: the gateway's CLI
+    /// and agent tool send `true` unless told otherwise.
+    pub fn include_audio(args: &Map<String, Value>, default: bool) -> Result<bool, super::CapabilityError> {
+        match args.get("includeAudio") {
+            None | Some(Value::Null) => Ok(default),
+            Some(Value::Bool(on)) => Ok(*on),
+            Some(_) => Err(super::CapabilityError::new("includeAudio must be true or false")
+                .with_code(clawmcp_mcp::tool::codes::INVALID_REQUEST)),
+        }
+    }
+
+    /// What a video answer says when audio was asked for (see [`include_audio`]).
+    pub const NO_AUDIO: &str = "not recorded: this node has no audio capture backend yet, so the clip is video only";
+
     /// String array elements, trimmed, blanks dropped; non-strings skipped.
     pub fn string_array(args: &Map<String, Value>, key: &str) -> Vec<String> {
         args.get(key)

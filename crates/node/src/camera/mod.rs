@@ -120,15 +120,30 @@ fn list_spec() -> CommandSpec {
         name: "camera.list",
         title: Some("List cameras"),
         description: Some(
-            "List this machine's cameras (V4L2 video capture devices). Takes no arguments. Returns {cameras: \
-             [{deviceId, name, isDefault}]}; pass a deviceId to camera.snap or camera.clip. An empty list means no \
-             camera is connected.",
+            "List this machine's cameras (V4L2 video capture devices). Takes no arguments. Returns {devices: [{id, \
+             name, position, deviceType}], cameras: [{deviceId, name, isDefault}]} (the same cameras in the shapes of \
+             the OpenClaw node hosts and of the Windows node; the first is the default); pass an id to camera.snap or \
+             camera.clip as deviceId. Empty lists mean no camera is connected.",
         ),
         input_schema: Some(json!({"type": "object", "properties": {}, "additionalProperties": false}).into()),
         output_schema: Some(
             json!({
                 "type": "object",
                 "properties": {
+                    "devices": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "id": {"type": "string", "minLength": 1},
+                                "name": {"type": "string"},
+                                "position": {"type": "string", "enum": ["unknown"]},
+                                "deviceType": {"type": "string", "enum": ["v4l2"]}
+                            },
+                            "required": ["id", "name", "position", "deviceType"],
+                            "additionalProperties": false
+                        }
+                    },
                     "cameras": {
                         "type": "array",
                         "items": {
@@ -143,7 +158,7 @@ fn list_spec() -> CommandSpec {
                         }
                     }
                 },
-                "required": ["cameras"],
+                "required": ["devices", "cameras"],
                 "additionalProperties": false
             })
             .into(),
@@ -171,7 +186,7 @@ fn snap_spec() -> CommandSpec {
                     "deviceId": {"type": "string", "description": "A deviceId from camera.list; omit for the default camera."},
                     "format": {"type": "string", "enum": ["jpeg", "jpg", "png"], "default": "jpeg"},
                     "maxWidth": {"type": "integer", "minimum": MIN_WIDTH, "maximum": MAX_WIDTH, "default": DEFAULT_MAX_WIDTH},
-                    "quality": {"type": "integer", "minimum": 1, "maximum": 100, "default": DEFAULT_QUALITY}
+                    "quality": {"type": "number", "minimum": 0, "maximum": 100, "default": DEFAULT_QUALITY, "description": "JPEG quality 1..100, or a fraction 0..1 (0.95 is 95)."}
                 },
                 "additionalProperties": false
             })
@@ -260,7 +275,7 @@ impl SnapArgs {
         };
         let max_width = args::whole_number(args, "maxWidth")?
             .map_or(DEFAULT_MAX_WIDTH, |width| width.clamp(i64::from(MIN_WIDTH), i64::from(MAX_WIDTH)) as u32);
-        let quality = args::whole_number(args, "quality")?.map_or(DEFAULT_QUALITY, |q| q.clamp(1, 100) as u8);
+        let quality = args::quality(args, DEFAULT_QUALITY)?;
         Ok(SnapArgs { device_id: device_id(args)?, format, max_width, quality })
     }
 }
@@ -283,11 +298,7 @@ impl ClipArgs {
         }
         let duration_ms = args::whole_number(args, "durationMs")?
             .map_or(DEFAULT_DURATION_MS, |ms| ms.clamp(MIN_DURATION_MS as i64, MAX_DURATION_MS as i64) as u64);
-        let include_audio = match args.get("includeAudio") {
-            None | Some(Value::Null) => true,
-            Some(Value::Bool(on)) => *on,
-            Some(_) => return Err(invalid("includeAudio must be true or false")),
-        };
+        let include_audio = args::include_audio(args, true)?;
         Ok(ClipArgs { device_id: device_id(args)?, duration_ms, include_audio })
     }
 }
@@ -300,9 +311,9 @@ async fn scan(config: &Config) -> Result<v4l2::Scan, ToolFailure> {
         .map_err(|e| ToolFailure::new(format!("List failed: {e}")))
 }
 
-/// One camera in `camera.list`. Serialised camelCase as upstream documents it; upstream's
-/// `CameraInfo` record actually serialises PascalCase (`DeviceId`, `Name`, `IsDefault`), a drift
-/// we do not copy.
+/// One camera in `camera.list`'s `cameras`, the Windows node's shape. Serialised camelCase as
+/// upstream documents it; upstream's `CameraInfo` record actually serialises PascalCase
+/// (`DeviceId`, `Name`, `IsDefault`), a drift we do not copy.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CameraInfo<'a> {
@@ -311,6 +322,10 @@ struct CameraInfo<'a> {
     is_default: bool,
 }
 
+/// `camera.list`'s answer, in both upstream shapes: `devices` is what the gateway's CLI (`openclaw
+/// nodes camera list` reads only it), its agent tool and the real Linux node plugin use (V4L2
+/// knows no front or back: `position` is `unknown`, as the plugin says); `cameras` is the Windows
+/// node's.
 fn list_answer(scan: &v4l2::Scan) -> Value {
     let cameras: Vec<CameraInfo<'_>> = scan
         .cameras
@@ -318,7 +333,12 @@ fn list_answer(scan: &v4l2::Scan) -> Value {
         .enumerate()
         .map(|(index, camera)| CameraInfo { device_id: &camera.id, name: &camera.name, is_default: index == 0 })
         .collect();
-    json!({"cameras": cameras})
+    let devices: Vec<Value> = scan
+        .cameras
+        .iter()
+        .map(|camera| json!({"id": camera.id, "name": camera.name, "position": "unknown", "deviceType": "v4l2"}))
+        .collect();
+    json!({"devices": devices, "cameras": cameras})
 }
 
 /// What a capture reads, with the deviceId to report, and ffmpeg's path.
@@ -407,7 +427,7 @@ async fn clip(gate: Gate, config: Arc<Config>, request: InvokeRequest, ctx: Call
         "deviceId": device_id,
     });
     if args.include_audio {
-        meta["audio"] = json!("not recorded: this node has no audio capture backend yet, so the clip is video only");
+        meta["audio"] = json!(args::NO_AUDIO);
     }
     let gateway = json!({"format": "mp4", "base64": base64, "durationMs": clip.duration_ms, "hasAudio": false});
     let recorded_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());

@@ -221,7 +221,14 @@ fn arguments_follow_upstreams_defaults_clamps_and_errors() {
         "Unsupported camera snap format `gif`. Supported formats: jpeg, png."
     );
     assert_eq!(snap(json!({"maxWidth": "wide"})).unwrap_err().message, "maxWidth must be a whole number");
-    assert_eq!(snap(json!({"quality": 1.5})).unwrap_err().code, Some(INVALID_REQUEST));
+    // Both scales: the Windows node's 1..100 and the gateway CLI's and agent tool's 0..1.
+    let quality = |value: Value| snap(json!({"quality": value})).unwrap().quality;
+    assert_eq!(
+        [quality(json!(0.95)), quality(json!(0.5)), quality(json!(1.0)), quality(json!(1)), quality(json!(0))],
+        [95, 50, 100, 1, 1]
+    );
+    assert_eq!([quality(json!(1.5)), quality(json!(80)), quality(json!(500))], [2, 80, 100]);
+    assert_eq!(snap(json!({"quality": "high"})).unwrap_err().code, Some(INVALID_REQUEST));
     assert_eq!(snap(json!({"deviceId": " /dev/video2 "})).unwrap().device_id.as_deref(), Some("/dev/video2"));
     assert_eq!(snap(json!({"deviceId": ""})).unwrap().device_id, None, "blank is the default camera");
     assert!(snap(json!({"deviceId": 0})).unwrap_err().message.starts_with("deviceId must be a string"));
@@ -496,12 +503,15 @@ async fn with_no_camera_the_list_is_empty_and_a_capture_says_why() {
     let dev = fixture.dir.path().join("dev");
     std::fs::write(dev.join("video0"), b"").unwrap();
     let list = fixture.call("camera.list", json!({})).await.unwrap().payload.unwrap();
-    assert_eq!(list, json!({"cameras": []}));
+    assert_eq!(list, json!({"devices": [], "cameras": []}));
     let schema = list_spec().output_schema.unwrap().to_value();
     let validator = jsonschema::validator_for(&schema).unwrap();
     assert!(validator.is_valid(&list));
-    assert!(validator.is_valid(&json!({"cameras": [{"deviceId": "/dev/video0", "name": "C920", "isDefault": true}]})));
-    assert!(!validator.is_valid(&json!({"cameras": [{"DeviceId": "/dev/video0", "Name": "C920", "IsDefault": true}]})));
+    let windows_only = json!({"cameras": [{"deviceId": "/dev/video0", "name": "C920", "isDefault": true}]});
+    assert!(!validator.is_valid(&windows_only), "both shapes, always");
+    assert!(!validator.is_valid(
+        &json!({"devices": [], "cameras": [{"DeviceId": "/dev/video0", "Name": "C920", "IsDefault": true}]})
+    ));
 
     for name in ["camera.snap", "camera.clip"] {
         let error = fixture.call(name, json!({})).await.unwrap_err();
@@ -531,7 +541,42 @@ async fn this_machines_dev_lists_its_cameras_through_the_command() {
         .enumerate()
         .map(|(index, camera)| json!({"deviceId": camera.id, "name": camera.name, "isDefault": index == 0}))
         .collect();
-    assert_eq!(list, json!({"cameras": expected}), "here: no V4L2, an empty list");
+    let devices: Vec<Value> = expected
+        .iter()
+        .map(|camera| json!({"id": camera["deviceId"], "name": camera["name"], "position": "unknown", "deviceType": "v4l2"}))
+        .collect();
+    assert_eq!(list, json!({"devices": devices, "cameras": expected}), "here: no V4L2, empty lists");
+}
+
+#[test]
+fn the_list_speaks_both_upstream_shapes_and_the_first_camera_is_the_default() {
+    let camera = |id: &str, name: &str| v4l2::Camera { id: id.into(), node: id.into(), name: name.into() };
+    let scan = v4l2::Scan {
+        root: "/dev".into(),
+        cameras: vec![
+            camera("/dev/v4l/by-id/usb-C920-video-index0", "HD Pro Webcam C920"),
+            camera("/dev/video2", "Integrated"),
+        ],
+        skipped: Vec::new(),
+    };
+    let list = list_answer(&scan);
+    assert_eq!(
+        list,
+        json!({
+            // What `openclaw nodes camera list` and the gateway's agent tool read.
+            "devices": [
+                {"id": "/dev/v4l/by-id/usb-C920-video-index0", "name": "HD Pro Webcam C920", "position": "unknown", "deviceType": "v4l2"},
+                {"id": "/dev/video2", "name": "Integrated", "position": "unknown", "deviceType": "v4l2"},
+            ],
+            // The Windows node's.
+            "cameras": [
+                {"deviceId": "/dev/v4l/by-id/usb-C920-video-index0", "name": "HD Pro Webcam C920", "isDefault": true},
+                {"deviceId": "/dev/video2", "name": "Integrated", "isDefault": false},
+            ],
+        })
+    );
+    let validator = jsonschema::validator_for(&list_spec().output_schema.unwrap().to_value()).unwrap();
+    assert!(validator.is_valid(&list));
 }
 
 #[test]

@@ -118,7 +118,7 @@ pub fn command_spec() -> CommandSpec {
                 "properties": {
                     "format": {"type": "string", "enum": ["png", "jpeg", "jpg"], "default": "png"},
                     "maxWidth": {"type": "integer", "minimum": MIN_WIDTH, "maximum": MAX_WIDTH},
-                    "quality": {"type": "integer", "minimum": 1, "maximum": 100, "default": DEFAULT_QUALITY},
+                    "quality": {"type": "number", "minimum": 0, "maximum": 100, "default": DEFAULT_QUALITY, "description": "JPEG quality 1..100, or a fraction 0..1 (0.72 is 72)."},
                     "screenIndex": {"type": "integer", "minimum": 0, "maximum": MAX_SCREEN_INDEX, "default": 0},
                     "monitor": {"type": "integer", "minimum": 0, "maximum": MAX_SCREEN_INDEX, "description": "Alias of screenIndex."},
                     "includePointer": {"type": "boolean", "default": true}
@@ -176,7 +176,7 @@ impl SnapshotArgs {
         let integer = |key: &str| whole_number(args, key);
         let max_width =
             integer("maxWidth")?.map(|width| width.clamp(i64::from(MIN_WIDTH), i64::from(MAX_WIDTH)) as u32);
-        let quality = integer("quality")?.map_or(DEFAULT_QUALITY, |q| q.clamp(1, 100) as u8);
+        let quality = crate::capability::args::quality(args, DEFAULT_QUALITY)?;
         let index = match integer("screenIndex")? {
             Some(index) => Some(index),
             None => integer("monitor")?,

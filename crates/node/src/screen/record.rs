@@ -21,7 +21,8 @@
 //!
 //! One recording at a time per node: a second call while one runs is refused at once (code
 //! `UNAVAILABLE`) rather than queued, since it could wait up to five minutes without knowing
-//! why. There is no audio backend: `includeAudio: true` is refused, never silently dropped.
+//! why. There is no audio backend: `includeAudio: true` (what the gateway's CLI and agent tool
+//! send by default) is answered with `hasAudio: false` and a note saying why, never dropped silently.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -143,7 +144,8 @@ pub fn command_spec() -> CommandSpec {
         description: Some(
             "Record one monitor of this machine's screen (X11) as an mp4 video (H.264, with the mouse pointer). \
              durationMs 100..300000 (default 10000), fps 1..60 (default 10), screenIndex picks the monitor (0 = \
-             primary), format mp4 only, includeAudio must be false (no audio is recorded). The call takes the \
+             primary), format mp4 only; no audio is recorded (includeAudio true is answered with hasAudio false \
+             and a note). The call takes the \
              clip's duration. Returns the video as an embedded resource and {format, durationMs, \
              requestedDurationMs, fps, screenIndex, hasAudio, width, height, bytes, truncated}: a clip is at most \
              16 MiB; one that reached it is cut short (truncated: true, durationMs is what was recorded). One \
@@ -157,7 +159,7 @@ pub fn command_spec() -> CommandSpec {
                     "durationMs": {"type": "integer", "minimum": MIN_DURATION_MS, "maximum": MAX_DURATION_MS, "default": DEFAULT_DURATION_MS},
                     "fps": {"type": "number", "minimum": MIN_FPS, "maximum": MAX_FPS, "default": DEFAULT_FPS},
                     "screenIndex": {"type": "integer", "minimum": 0, "maximum": MAX_SCREEN_INDEX, "default": 0},
-                    "includeAudio": {"type": "boolean", "default": false, "description": "Not supported: must be false."}
+                    "includeAudio": {"type": "boolean", "default": false, "description": "No audio is recorded yet: true is answered with hasAudio false and a note."}
                 },
                 "additionalProperties": false
             })
@@ -176,6 +178,8 @@ pub(super) struct RecordArgs {
     /// Whole frames per second (a fractional `fps` is rounded).
     pub fps: u32,
     pub screen_index: usize,
+    /// Asked for sound (answered with `hasAudio: false` and why: no audio backend).
+    pub include_audio: bool,
 }
 
 impl RecordArgs {
@@ -193,17 +197,8 @@ impl RecordArgs {
             },
         };
         let screen_index = whole_number(args, "screenIndex")?.unwrap_or(0).clamp(0, MAX_SCREEN_INDEX as i64) as usize;
-        match args.get("includeAudio") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => {
-                return Err(invalid(
-                    "includeAudio is not supported: this node records video only (no audio backend); call again \
-                     without includeAudio",
-                ));
-            }
-            Some(_) => return Err(invalid("includeAudio must be true or false")),
-        }
-        Ok(RecordArgs { duration_ms, fps, screen_index })
+        let include_audio = crate::capability::args::include_audio(args, false)?;
+        Ok(RecordArgs { duration_ms, fps, screen_index, include_audio })
     }
 }
 
@@ -328,7 +323,7 @@ impl Recorder {
             "screen recorded"
         );
         let base64 = STANDARD.encode(&bytes);
-        let meta = json!({
+        let mut meta = json!({
             "format": "mp4",
             "durationMs": facts.duration_ms,
             "requestedDurationMs": args.duration_ms,
@@ -340,6 +335,9 @@ impl Recorder {
             "bytes": bytes.len(),
             "truncated": truncated,
         });
+        if args.include_audio {
+            meta["audio"] = json!(crate::capability::args::NO_AUDIO);
+        }
         let gateway = json!({
             "format": "mp4",
             "base64": base64,

@@ -304,6 +304,7 @@ fn arguments_follow_upstreams_clamps_and_errors() {
         parse(json!({"format": "gif"})).unwrap_err().message,
         "Unsupported screen snapshot format. Supported formats: png, jpeg."
     );
+    assert_eq!(parse(json!({"quality": 0.72})).unwrap().quality, 72, "macOS's 0..1 scale");
     let clamped = parse(json!({"maxWidth": 1, "quality": 500, "screenIndex": 99})).unwrap();
     assert_eq!((clamped.max_width, clamped.quality, clamped.screen_index), (Some(MIN_WIDTH), 100, 32));
     assert_eq!(parse(json!({"monitor": 2})).unwrap().screen_index, 2, "monitor is screenIndex's alias");

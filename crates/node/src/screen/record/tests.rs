@@ -187,7 +187,10 @@ async fn a_recording_has_the_frames_duration_and_size_asked() {
     let desktop = Desktop::new("321x241x24");
     desktop.paint(random_colour());
     let capability = desktop.capability(SizeBound::default());
-    let output = call(&capability, json!({"durationMs": 1500, "fps": 10}), CallContext::detached()).await.unwrap();
+    let output =
+        call(&capability, json!({"durationMs": 1500, "fps": 10, "includeAudio": true}), CallContext::detached())
+            .await
+            .unwrap();
     let mp4 = video(&output);
     let (codec, width, height, frames, duration) = probe(&mp4);
     assert_eq!((codec.as_str(), width, height), ("h264", 320, 240));
@@ -198,6 +201,7 @@ async fn a_recording_has_the_frames_duration_and_size_asked() {
         (&meta["format"], &meta["fps"], &meta["screenIndex"], &meta["hasAudio"], &meta["truncated"]),
         (&json!("mp4"), &json!(10), &json!(0), &json!(false), &json!(false))
     );
+    assert!(meta["audio"].as_str().is_some_and(|note| note.starts_with("not recorded")), "asked for audio: {meta}");
     assert_eq!((&meta["width"], &meta["height"], &meta["bytes"]), (&json!(320), &json!(240), &json!(mp4.len())));
     assert_eq!(meta["durationMs"], json!(inspect_mp4(&mp4).unwrap().duration_ms), "the file's own duration");
     assert!(meta["durationMs"].as_u64().unwrap().abs_diff(1500) <= 100, "{meta}");
@@ -334,7 +338,10 @@ async fn the_size_bound_cuts_the_clip_at_its_byte_edge_and_says_so() {
 #[test]
 fn arguments_follow_upstreams_clamps_and_errors() {
     let parse = |value: Value| RecordArgs::parse(value.as_object().unwrap());
-    assert_eq!(parse(json!({})).unwrap(), RecordArgs { duration_ms: 10_000, fps: 10, screen_index: 0 });
+    assert_eq!(
+        parse(json!({})).unwrap(),
+        RecordArgs { duration_ms: 10_000, fps: 10, screen_index: 0, include_audio: false }
+    );
     for (given, used) in [(99, 100), (100, 100), (101, 101), (300_000, 300_000), (300_001, 300_000), (-5, 100)] {
         assert_eq!(parse(json!({"durationMs": given})).unwrap().duration_ms, used, "durationMs {given}");
     }
@@ -351,9 +358,11 @@ fn arguments_follow_upstreams_clamps_and_errors() {
     let error = parse(json!({"format": "webm"})).unwrap_err();
     assert_eq!(error.message, "Unsupported screen recording format. Only mp4 is supported.");
     assert_eq!(error.code, Some(INVALID_REQUEST));
-    assert!(parse(json!({"includeAudio": false})).is_ok());
-    let error = parse(json!({"includeAudio": true})).unwrap_err();
-    assert!(error.message.starts_with("includeAudio is not supported"), "{}", error.message);
+    assert!(!parse(json!({"includeAudio": false})).unwrap().include_audio);
+    assert!(!parse(json!({})).unwrap().include_audio);
+    // What the gateway's CLI and agent tool send by default: accepted, answered with hasAudio false.
+    assert!(parse(json!({"includeAudio": true})).unwrap().include_audio);
+    assert_eq!(parse(json!({"includeAudio": "yes"})).unwrap_err().message, "includeAudio must be true or false");
     assert!(parse(json!({"durationMs": 1.5})).unwrap_err().message.contains("durationMs"));
     assert!(parse(json!({"fps": "fast"})).unwrap_err().message.contains("fps"));
 }
