@@ -151,12 +151,16 @@ impl Gate {
         Gate { settings, switch, backend: Arc::new(backend) }
     }
 
-    /// `Ok` while the command is served; else why not, in a status line.
+    /// `Ok` while the command is served; else why not, in a status line. A switched-off command
+    /// whose backend is missing too says both, so turning it on is not the owner's only surprise.
     pub fn check(&self) -> Result<(), String> {
-        if let Some(switch) = self.switch.filter(|switch| !switch.is_on(&self.settings.current())) {
-            return Err(switch.status());
+        let off = self.switch.filter(|switch| !switch.is_on(&self.settings.current()));
+        match (off, (self.backend)()) {
+            (None, Ok(())) => Ok(()),
+            (None, Err(missing)) => Err(format!("unavailable: {missing}")),
+            (Some(switch), Ok(())) => Err(switch.status()),
+            (Some(switch), Err(missing)) => Err(format!("{}; once on, still unavailable: {missing}", switch.status())),
         }
-        (self.backend)().map_err(|missing| format!("unavailable: {missing}"))
     }
 
     /// Before a call of `command` runs: the switch's refusal, or the missing backend, as the
@@ -193,6 +197,13 @@ mod tests {
         let (off, absent) = (gate(&settings, Ok(())), gate(&settings, Err(missing.clone())));
         let status = off.check().unwrap_err();
         assert!(status.contains("clawmcp settings set NodeCameraEnabled true"), "{status}");
+        assert!(!status.contains("unavailable"), "{status}");
+        let both = absent.check().unwrap_err();
+        assert!(
+            both.starts_with("off: NodeCameraEnabled is false")
+                && both.ends_with("once on, still unavailable: no camera; plug one in"),
+            "off and missing a backend: both are said ({both})"
+        );
         let refusal = off.admit("camera.snap").unwrap_err();
         assert!(refusal.message.starts_with("camera.snap is disabled by user setting"), "{}", refusal.message);
         assert_eq!(refusal.code, Some(UNAVAILABLE));
