@@ -179,6 +179,27 @@ def png_rgb_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     return width, height, rows
 
 
+async def screen_record(client: Client) -> None:
+    """screen.record answers an embedded resource the SDK types as such (a blob resource,
+    mimeType video/mp4, an MP4 `ftyp` box, as many bytes as the metadata says) beside JSON
+    metadata text that carries no base64."""
+    import base64
+
+    result = await client.call_tool("screen.record", {"durationMs": 500, "fps": 5})
+    expect(not result.is_error, f"screen.record failed: {result.content!r}")
+    embedded = [block for block in result.content if getattr(block, "type", None) == "resource"]
+    expect(len(embedded) == 1 and type(embedded[0]).__name__ == "EmbeddedResource", f"expected one EmbeddedResource: {result.content!r}")
+    resource = embedded[0].resource
+    expect(type(resource).__name__ == "BlobResourceContents", f"expected a blob resource: {type(resource).__name__}")
+    mime = getattr(resource, "mime_type", None) or getattr(resource, "mimeType", None)
+    expect(mime == "video/mp4", f"mimeType {mime!r}")
+    video = base64.b64decode(resource.blob)
+    expect(video[4:8] == b"ftyp", f"not an MP4: {video[:12]!r}")
+    meta = tool_payload(result)
+    expect(meta["bytes"] == len(video) and meta["format"] == "mp4", f"metadata {meta!r} for {len(video)} bytes")
+    expect(resource.blob not in json.dumps(meta), "base64 in the text block")
+
+
 async def screen_snapshot(client: Client) -> None:
     """screen.snapshot answers an image block the SDK types as image content (PNG, the
     expected size, every pixel the white root e2e/run.sh's Xvfb shows) beside JSON metadata

@@ -13,6 +13,8 @@ Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed)
   device-info          device.info answers the documented string fields, deviceName = hostname
   screen-snapshot      screen.snapshot answers an ImageContent (PNG of e2e/run.sh's white Xvfb
                        root, every pixel decoded) beside JSON metadata without base64
+  screen-record        screen.record answers an EmbeddedResource (a video/mp4 blob, an MP4 ftyp
+                       box, the byte count the metadata says) beside JSON metadata without base64
   unknown-tool         an unknown tool is a tool error (isError), not a protocol error
   cancel-system-run    a long system.run (sh + sleep grandchild) cancelled by an anyio cancel
                        scope: the call is abandoned, the SDK sends notifications/cancelled, and
@@ -46,6 +48,7 @@ from node_checks import (  # noqa: E402  (after the path above)
     CheckRunner,
     cancel_long_system_run,
     expect,
+    screen_record,
     screen_snapshot,
     system_which,
     tool_payload,
@@ -122,6 +125,7 @@ class Driver(CheckRunner):
             await self.check("system-which", lambda: system_which(client))
             await self.check("device-info", lambda: self.device_info(client))
             await self.check("screen-snapshot", lambda: screen_snapshot(client))
+            await self.check("screen-record", lambda: screen_record(client))
             await self.check("unknown-tool", lambda: self.unknown_tool(client))
             await self.check("cancel-system-run", lambda: self.cancel_system_run(client))
 

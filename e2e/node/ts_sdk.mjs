@@ -8,7 +8,8 @@
 //
 // Checks (each prints `PASS <name>` or `FAIL <name>: <why>`; exit 1 if any failed):
 //   initialize, tools-list, system-which, device-info, screen-snapshot (an image block the SDK
-//   validated, PNG of e2e/run.sh's white Xvfb root, every pixel decoded), unknown-tool,
+//   validated, PNG of e2e/run.sh's white Xvfb root, every pixel decoded), screen-record (an
+//   embedded video/mp4 blob resource the SDK validated, an MP4 ftyp box), unknown-tool,
 //   cancel-system-run (AbortSignal -> notifications/cancelled accepted with 2xx; the sh + sleep
 //   process tree is gone afterwards; the client still works), no-token-rejected.
 //
@@ -209,6 +210,20 @@ async function sessionChecks(client) {
     expect(width === want.width && height === want.height, `decoded ${width}x${height}`);
     const white = Buffer.from(Array(width).fill(want.rgb).flat());
     expect(rows.every((row) => row.equals(white)), "not every pixel is the white root Xvfb shows");
+  });
+
+  await check('screen-record', async () => {
+    const result = await client.callTool({ name: 'screen.record', arguments: { durationMs: 500, fps: 5 } });
+    expect(!result.isError, `screen.record failed: ${JSON.stringify(result).slice(0, 300)}`);
+    // The SDK validated the result against its own schema: an embedded resource with a blob.
+    const embedded = result.content.filter((block) => block.type === 'resource');
+    expect(embedded.length === 1 && embedded[0].resource.mimeType === 'video/mp4' && typeof embedded[0].resource.blob === 'string',
+      `resource blocks: ${JSON.stringify(result.content.map((b) => b.type))}`);
+    const video = Buffer.from(embedded[0].resource.blob, 'base64');
+    expect(video.subarray(4, 8).toString('latin1') === 'ftyp', `not an MP4: ${video.subarray(0, 12).toString('hex')}`);
+    const meta = toolPayload(result);
+    expect(meta.bytes === video.length && meta.format === 'mp4', `metadata ${JSON.stringify(meta)} for ${video.length} bytes`);
+    expect(!JSON.stringify(meta).includes(embedded[0].resource.blob), 'base64 in the text block');
   });
 
   await check('unknown-tool', async () => {

@@ -10,6 +10,12 @@ use fast_image_resize::PixelType;
 /// What an image answer holds at most when the caller names no `maxWidth`: about 1.15
 /// megapixels, what vision models read without tiling.
 pub const DEFAULT_MAX_PIXELS: u64 = 1_150_000;
+/// What an image answer's encoding holds at most when the caller names no `maxWidth`: about 1 MB,
+/// so a photo-like screen in PNG (1.8 MB at 1.15 megapixels) does not fill a model's request.
+pub const DEFAULT_MAX_BYTES: usize = 1_000_000;
+/// How many times an over-budget encoding is scaled down and encoded again before the last one is
+/// returned as it is (each try aims under the budget, so one is nearly always enough).
+const MAX_REFITS: usize = 3;
 /// The `maxWidth` clamps (upstream's, for screen.snapshot).
 pub const MIN_WIDTH: u32 = 16;
 pub const MAX_WIDTH: u32 = 7680;
@@ -84,6 +90,38 @@ pub fn fit(pixels: Pixels, max_width: Option<u32>) -> Result<Pixels, String> {
         return Ok(pixels);
     }
     resize(pixels, width, height)
+}
+
+/// `pixels` fitted as [`fit`] does and encoded by `encode`. Without `max_width` the encoding is
+/// also kept within [`DEFAULT_MAX_BYTES`]: one over it is scaled down from the source by the
+/// square root of how far over it was (bytes follow the pixel count), with a margin, and encoded
+/// again, at most [`MAX_REFITS`] times. A caller that names `maxWidth` gets exactly that.
+pub fn fit_encoded(
+    source: Pixels,
+    max_width: Option<u32>,
+    encode: impl Fn(&Pixels) -> Result<Vec<u8>, String>,
+) -> Result<(u32, u32, Vec<u8>), String> {
+    let fitted = fit(source.clone(), max_width)?;
+    let mut answer = (fitted.width, fitted.height, encode(&fitted)?);
+    drop(fitted);
+    if max_width.is_some() {
+        return Ok(answer);
+    }
+    for _ in 0..MAX_REFITS {
+        let (width, height, ref bytes) = answer;
+        if bytes.len() <= DEFAULT_MAX_BYTES {
+            break;
+        }
+        let shrink = (DEFAULT_MAX_BYTES as f64 / bytes.len() as f64).sqrt() * 0.95;
+        let side = |side: u32| ((f64::from(side) * shrink).floor() as u32).max(1);
+        let (to_width, to_height) = (side(width), side(height));
+        if (to_width, to_height) == (width, height) {
+            break;
+        }
+        let smaller = resize(source.clone(), to_width, to_height)?;
+        answer = (to_width, to_height, encode(&smaller)?);
+    }
+    Ok(answer)
 }
 
 fn resize(pixels: Pixels, to_width: u32, to_height: u32) -> Result<Pixels, String> {
@@ -172,6 +210,32 @@ pub fn decode_png(bytes: &[u8], max_pixels: u64) -> Result<Pixels, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn noise(width: u32, height: u32) -> Pixels {
+        let mut data = vec![0u8; (width * height * 3) as usize];
+        getrandom::fill(&mut data).unwrap();
+        Pixels { data, width, height, layout: Layout::Rgb }
+    }
+
+    #[test]
+    fn without_max_width_an_encoding_is_kept_within_the_byte_budget_and_with_it_as_asked() {
+        // Noise is PNG's worst case: 1920x1080 of it is about 6 MB, 1430x804 still 3.4 MB.
+        let screen = noise(1920, 1080);
+        let (width, height, bytes) = fit_encoded(screen.clone(), None, encode_png).unwrap();
+        assert!(bytes.len() <= DEFAULT_MAX_BYTES, "{} bytes at {width}x{height}", bytes.len());
+        assert!(width < 1430 && height < 804 && width > 300, "scaled further than the pixel budget: {width}x{height}");
+        assert!((f64::from(width) / f64::from(height) - 16.0 / 9.0).abs() < 0.01, "16:9 kept: {width}x{height}");
+        assert_eq!(decode_png(&bytes, u64::MAX).unwrap().width, width, "the bytes are the image said");
+
+        let (width, height, bytes) = fit_encoded(screen.clone(), Some(1920), encode_png).unwrap();
+        assert_eq!((width, height), (1920, 1080), "maxWidth named: exactly that, whatever its size");
+        assert!(bytes.len() > DEFAULT_MAX_BYTES);
+
+        // An image that fits both budgets is left alone.
+        let flat = Pixels { data: vec![90; 640 * 480 * 3], width: 640, height: 480, layout: Layout::Rgb };
+        let (width, height, bytes) = fit_encoded(flat.clone(), None, encode_png).unwrap();
+        assert_eq!((width, height, decode_png(&bytes, u64::MAX).unwrap()), (640, 480, flat));
+    }
 
     #[test]
     fn the_default_budget_keeps_the_aspect_and_never_enlarges() {

@@ -444,16 +444,15 @@ fn image_answer(transfer: Transfer, offered: Vec<String>, max_width: Option<u32>
     let source = imaging::decode_png(&transfer.bytes, MAX_DECODED_PIXELS)
         .map_err(|error| failed(format!("the program that copied the image sent {error}")))?;
     let (source_width, source_height) = (source.width, source.height);
-    let pixels = imaging::fit(source, max_width).map_err(failed)?;
-    let png = imaging::encode_png(&pixels).map_err(failed)?;
-    let scale = f64::from(pixels.width) / f64::from(source_width);
-    tracing::info!(width = pixels.width, height = pixels.height, bytes = png.len(), "clipboard image read");
+    let (width, height, png) = imaging::fit_encoded(source, max_width, imaging::encode_png).map_err(failed)?;
+    let scale = f64::from(width) / f64::from(source_width);
+    tracing::info!(width, height, bytes = png.len(), "clipboard image read");
     let meta = json!({
         "empty": false,
         "format": "image",
         "mimeType": "image/png",
-        "width": pixels.width,
-        "height": pixels.height,
+        "width": width,
+        "height": height,
         "sourceWidth": source_width,
         "sourceHeight": source_height,
         "scale": (scale * 1e6).round() / 1e6,

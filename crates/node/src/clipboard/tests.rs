@@ -247,7 +247,7 @@ async fn an_image_another_program_copied_comes_back_as_an_image_block() {
 }
 
 /// A noisy 1600x1200 PNG is ~5.8 MB: xclip sends it INCR (in chunks), and the node scales it
-/// to the default budget, exactly as the shared resizer does the source.
+/// to the default budgets (pixels, then bytes), exactly as the shared resizer does the source.
 #[tokio::test]
 async fn a_large_image_arrives_in_chunks_and_is_scaled_to_the_pixel_budget() {
     let desk = desk();
@@ -260,7 +260,9 @@ async fn a_large_image_arrives_in_chunks_and_is_scaled_to_the_pixel_budget() {
     assert_eq!((meta["sourceWidth"].clone(), meta["sourceHeight"].clone()), (json!(1600), json!(1200)));
     let image = image_of(&output);
     assert!(u64::from(image.width) * u64::from(image.height) <= imaging::DEFAULT_MAX_PIXELS);
-    assert_eq!(image, imaging::fit(pixels, None).unwrap(), "all 5.8 MB arrived: the same scaled pixels");
+    assert!(meta["bytes"].as_u64().unwrap() <= imaging::DEFAULT_MAX_BYTES as u64, "{meta}");
+    let (_, _, expected) = imaging::fit_encoded(pixels, None, imaging::encode_png).unwrap();
+    assert_eq!(image, imaging::decode_png(&expected, u64::MAX).unwrap(), "all 5.8 MB arrived: the same scaled pixels");
 }
 
 #[tokio::test]

@@ -10,8 +10,9 @@
 //! Over MCP the answer is an `image` content block plus the metadata as JSON text (never base64
 //! in text); the gateway gets upstream's payload `{format, width, height, base64, screenIndex,
 //! capturedAtMs}`. Unless the caller names `maxWidth`, the image is scaled to at most
-//! [`DEFAULT_MAX_PIXELS`] (about 1.15 megapixels, what vision models read without tiling), and the
-//! result says the scale so a client can map coordinates back to the screen.
+//! [`DEFAULT_MAX_PIXELS`] (about 1.15 megapixels, what vision models read without tiling) and
+//! further if its encoding would pass [`imaging::DEFAULT_MAX_BYTES`] (1 MB: a photo-like screen in
+//! PNG), and the result says the scale so a client can map coordinates back to the screen.
 //!
 //! The "Screen" switch (`NodeScreenEnabled`, off by default) is read live: off, the command is not
 //! listed and a call says how to turn it on. A node without an X display does not list it either.
@@ -107,7 +108,7 @@ pub fn command_spec() -> CommandSpec {
         description: Some(
             "Capture one monitor of this machine's screen (X11) as an image. format png (default) or jpeg; \
              maxWidth scales the image down to that width (16..7680; without it the image is kept under about \
-             1.15 megapixels); quality 1..100 for jpeg (default 80); screenIndex (alias monitor) picks the \
+             1.15 megapixels and 1 MB); quality 1..100 for jpeg (default 80); screenIndex (alias monitor) picks the \
              monitor, 0 = primary; includePointer (default true) draws the mouse pointer. Returns the image and \
              {format, width, height, screenIndex, capturedWidth, capturedHeight, scale, monitors}: divide image \
              coordinates by scale to get screen coordinates.",
@@ -208,10 +209,11 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
     let captured = x11::capture(display, args.screen_index, args.include_pointer).map_err(ToolFailure::new)?;
     let capture_time = started.elapsed();
     let full = Pixels { data: captured.rgb, width: captured.width, height: captured.height, layout: Layout::Rgb };
-    let pixels =
-        imaging::fit(full, args.max_width).map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))?;
-    let (width, height) = (pixels.width, pixels.height);
-    let bytes = encode(&pixels, args.format, args.quality)?;
+    let (width, height, bytes) = imaging::fit_encoded(full, args.max_width, |pixels| match args.format {
+        Format::Png => imaging::encode_png(pixels),
+        Format::Jpeg => imaging::encode_jpeg(pixels, args.quality),
+    })
+    .map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))?;
     let encode_time = started.elapsed() - capture_time;
     let captured_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     tracing::info!(
@@ -262,14 +264,6 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
     Ok(ToolOutput::from(meta)
         .with_block(Content::Image { data: base64, mime_type: args.format.mime_type().into() })
         .with_gateway_payload(gateway))
-}
-
-fn encode(pixels: &Pixels, format: Format, quality: u8) -> Result<Vec<u8>, ToolFailure> {
-    match format {
-        Format::Png => imaging::encode_png(pixels),
-        Format::Jpeg => imaging::encode_jpeg(pixels, quality),
-    }
-    .map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))
 }
 
 #[cfg(test)]
