@@ -81,14 +81,17 @@ impl Desktop {
         match self {
             Desktop::X11(display) => Ok(Session::X11(Some(display.clone()))),
             Desktop::Portal(bus) => Ok(Session::Portal(bus.clone())),
-            Desktop::Env => {
-                let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
-                match !set("DISPLAY") && set("WAYLAND_DISPLAY") {
-                    true => Ok(Session::Portal(portal::Bus::Env)),
-                    // Wayland is handled above, so the gap text is never shown.
-                    false => MissingBackend::x11_display(None, "").map(|()| Session::X11(None)),
-                }
-            }
+            Desktop::Env => Desktop::session_of(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty())),
+        }
+    }
+
+    /// The node's own session, `set` saying which variables are set: X11 wins when both are
+    /// (Xwayland), Wayland without `DISPLAY`.
+    fn session_of(set: impl Fn(&str) -> bool) -> Result<Session, MissingBackend> {
+        match (set("DISPLAY"), set("WAYLAND_DISPLAY")) {
+            (true, _) => Ok(Session::X11(None)),
+            (false, true) => Ok(Session::Portal(portal::Bus::Env)),
+            (false, false) => Err(MissingBackend::no_display()),
         }
     }
 }

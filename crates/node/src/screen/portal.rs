@@ -99,8 +99,11 @@ impl Bus {
 #[derive(Clone)]
 pub struct Probe {
     bus: Bus,
-    last: Arc<Mutex<Option<(Instant, Result<(), MissingBackend>)>>>,
+    last: Arc<Mutex<Option<Remembered>>>,
 }
+
+/// When the probe last asked, and what it learnt.
+type Remembered = (Instant, Result<(), MissingBackend>);
 
 impl Probe {
     pub fn new(bus: Bus) -> Self {
@@ -109,8 +112,7 @@ impl Probe {
 
     pub fn check(&self) -> Result<(), MissingBackend> {
         let mut last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((at, answer)) = last.as_ref().filter(|(at, _)| at.elapsed() < PROBE_CACHE) {
-            let _ = at;
+        if let Some((_, answer)) = last.as_ref().filter(|(at, _)| at.elapsed() < PROBE_CACHE) {
             return answer.clone();
         }
         let answer = self.ask();
@@ -287,7 +289,7 @@ fn handle_token() -> String {
 fn request_path(connection: &zbus::Connection, token: &str) -> zbus::Result<OwnedObjectPath> {
     let unique = connection.unique_name().ok_or(zbus::Error::Failure("no unique name on the bus".into()))?;
     let sender = unique.as_str().trim_start_matches(':').replace('.', "_");
-    Ok(OwnedObjectPath::try_from(format!("{PORTAL_PATH}/request/{sender}/{token}"))?)
+    OwnedObjectPath::try_from(format!("{PORTAL_PATH}/request/{sender}/{token}"))
 }
 
 /// Closes an abandoned Request so the portal drops it (and its dialog); best effort, bounded.

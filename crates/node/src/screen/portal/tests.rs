@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::capability::{Caller, InvokeRequest};
-use crate::screen::ScreenCapability;
 use crate::screen::tests::{live_settings, random_colour};
+use crate::screen::{Desktop, ScreenCapability, Session};
 use crate::test_support::{Spawned, desktop_command, private_bus, require, sway_with, wait_for_name};
 
 #[test]
@@ -229,12 +229,6 @@ async fn a_real_portal_shoots_the_whole_wayland_desktop_and_its_file_is_removed(
         (&jpeg["mime"], &jpeg["meta"]["width"], &jpeg["meta"]["height"]),
         (&json!("image/jpeg"), &json!(64), &json!(48))
     );
-    eprintln!(
-        "portal shot latency: {:.1} ms, {:.1} ms, {:.1} ms (full, scaled, jpeg)",
-        full["ms"].as_f64().unwrap(),
-        scaled["ms"].as_f64().unwrap(),
-        jpeg["ms"].as_f64().unwrap()
-    );
 }
 
 #[tokio::test]
@@ -351,4 +345,87 @@ async fn a_cancelled_call_stops_waiting_for_the_portal_and_closes_the_request() 
     let error = call.await.unwrap().unwrap_err();
     assert_eq!(error.message, clawmcp_mcp::CANCELLED);
     assert_eq!(stand_in.closed.recv().await.unwrap(), asked, "the cancelled Request was closed");
+}
+
+#[test]
+fn x11_wins_when_both_are_set_and_wayland_alone_goes_through_the_portal() {
+    let session = |vars: &'static [&'static str]| Desktop::session_of(move |name| vars.contains(&name));
+    assert!(matches!(session(&["DISPLAY", "WAYLAND_DISPLAY"]), Ok(Session::X11(None))), "Xwayland: X11");
+    assert!(matches!(session(&["DISPLAY"]), Ok(Session::X11(None))));
+    assert!(matches!(session(&["WAYLAND_DISPLAY"]), Ok(Session::Portal(Bus::Env))));
+    let Err(missing) = session(&[]) else { panic!("no session") };
+    assert_eq!(missing.what, "no X display: DISPLAY is unset");
+}
+
+/// A PNG that is only its signature and an IHDR of `width` x `height` (no pixels follow).
+fn png_header(width: u32, height: u32) -> Vec<u8> {
+    let mut bytes = imaging::PNG_SIGNATURE.to_vec();
+    bytes.extend(13u32.to_be_bytes());
+    bytes.extend(b"IHDR");
+    bytes.extend(width.to_be_bytes());
+    bytes.extend(height.to_be_bytes());
+    bytes.extend([8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    bytes
+}
+
+#[test]
+fn the_portals_file_is_read_within_its_size_and_pixel_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let since = SystemTime::now();
+    let path = dir.path().join("shot.png");
+    // One byte over the size bound: refused from its metadata (a sparse file, nothing read).
+    std::fs::File::create(&path).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+    let error = read_and_remove(&path, since).unwrap_err();
+    assert!(
+        error.ends_with(&format!("it is {} bytes, more than the {MAX_FILE_BYTES} this node reads", MAX_FILE_BYTES + 1)),
+        "{error}"
+    );
+    // Exactly at the pixel bound the decoder starts (and finds no pixels); one more is refused.
+    std::fs::write(&path, png_header(2 * 7680, 4320)).unwrap();
+    let error = read_and_remove(&path, since).unwrap_err();
+    assert!(error.contains("not a valid PNG image"), "{error}");
+    std::fs::write(&path, png_header(2 * 7680 + 1, 4320)).unwrap();
+    let error = read_and_remove(&path, since).unwrap_err();
+    assert!(
+        error.ends_with(&format!("the PNG image is 15361x4320, more than the {MAX_PIXELS} pixels this node decodes")),
+        "{error}"
+    );
+}
+
+#[test]
+fn only_a_fresh_file_of_ours_reached_without_symlinks_is_removed() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let png =
+        crate::imaging::encode_png(&Pixels { data: vec![9; 12], width: 2, height: 2, layout: imaging::Layout::Rgb })
+            .unwrap();
+    let since = SystemTime::now();
+    let shot = dir.path().join("out.png");
+
+    std::fs::write(&shot, &png).unwrap();
+    let (pixels, removed) = read_and_remove(&shot, since).unwrap();
+    assert_eq!((pixels.width, pixels.data[0], removed), (2, 9, true));
+    assert!(!shot.exists(), "ours, fresh, under the temp dir: removed");
+
+    std::fs::write(&shot, &png).unwrap();
+    let (_, removed) = read_and_remove(&shot, since + Duration::from_secs(60)).unwrap();
+    assert!(!removed && shot.exists(), "written before the call began: left alone");
+
+    let link = dir.path().join("link.png");
+    std::os::unix::fs::symlink(&shot, &link).unwrap();
+    let error = read_and_remove(&link, since).unwrap_err();
+    assert!(error.contains("link.png") && shot.exists(), "a symlink is not followed: {error}");
+
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::write(real.join("out.png"), &png).unwrap();
+    let linked_dir = dir.path().join("linked");
+    std::os::unix::fs::symlink(&real, &linked_dir).unwrap();
+    let (_, removed) = read_and_remove(&linked_dir.join("out.png"), since).unwrap();
+    assert!(!removed && real.join("out.png").exists(), "reached through a symlinked directory: left alone");
+
+    if nix::unistd::geteuid().is_root() {
+        nix::unistd::chown(&shot, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let (_, removed) = read_and_remove(&shot, since).unwrap();
+        assert!(!removed && shot.exists(), "another user's file: left alone");
+    }
 }
