@@ -206,10 +206,13 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
             .map_err(|error| format!("the desktop portal refused the screenshot: {error}"))?;
         let handle: OwnedObjectPath =
             reply.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))?;
+        // Only the portal that answered the call may answer the Request: any other peer on the
+        // bus can emit a signal on that path (the bus stamps the true sender on every message).
+        let portal = reply.header().sender().map(|sender| sender.to_owned());
         let response = loop {
             match responses.next().await {
-                Some(Ok(message)) => break message,
-                Some(Err(_)) => continue,
+                Some(Ok(message)) if message.header().sender().map(|s| s.to_owned()) == portal => break message,
+                Some(_) => continue,
                 None => return Err("the session D-Bus closed the connection".to_owned()),
             }
         };

@@ -302,7 +302,7 @@ async fn a_portal_that_never_answers_fails_the_call_at_the_time_out_and_closes_t
     let (_bus, address) = private_bus(dir.path(), None, Command::new("dbus-daemon"));
     let mut stand_in = silent_portal_stand_in(&address).await;
     let timeout = Duration::from_secs(1);
-    let capability = ScreenCapability::for_portal(live_settings(dir.path(), true), address, timeout);
+    let capability = ScreenCapability::for_portal(live_settings(dir.path(), true), address.clone(), timeout);
     let command = capability.commands.first().unwrap().clone();
     assert!(command.is_listed(), "something owns the portal's name");
     let request = InvokeRequest {
@@ -312,15 +312,28 @@ async fn a_portal_that_never_answers_fails_the_call_at_the_time_out_and_closes_t
         session_key: None,
         caller: Caller::Mcp,
     };
-    let error = command.call(request, CallContext::detached()).await.unwrap_err();
+    let call = tokio::spawn(async move { command.call(request, CallContext::detached()).await });
+    let asked = stand_in.asked.recv().await.unwrap();
+    // Another peer answers the Request in the portal's place, pointing at a file: not taken.
+    let impostor = zbus::connection::Builder::address(Address::from_str(&address).unwrap()).build().await.unwrap();
+    let dir_png = dir.path().join("impostor.png");
+    std::fs::write(
+        &dir_png,
+        imaging::encode_png(&Pixels { data: vec![1; 3], width: 1, height: 1, layout: imaging::Layout::Rgb }).unwrap(),
+    )
+    .unwrap();
+    let results = HashMap::from([("uri", Variant::from(format!("file://{}", dir_png.display())))]);
+    impostor.emit_signal(None::<&str>, asked.as_str(), REQUEST, "Response", &(0u32, results)).await.unwrap();
+
+    let error = call.await.unwrap().unwrap_err();
     assert!(
         error.message.starts_with("Capture failed: the desktop portal did not deliver the screenshot within 1 s"),
         "{}",
         error.message
     );
     assert!(error.message.contains("the request was closed"), "{}", error.message);
-    let asked = stand_in.asked.recv().await.unwrap();
     assert_eq!(stand_in.closed.recv().await.unwrap(), asked, "the Request we abandoned was closed");
+    assert!(dir_png.exists(), "the impostor's file was neither taken nor removed");
 }
 
 #[tokio::test]
