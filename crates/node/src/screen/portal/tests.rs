@@ -106,7 +106,7 @@ fn as_desktop_user(desktop: &PortalDesktop, calls: Value) -> Value {
     let runtime = desktop.sway.runtime.path();
     let request = runtime.join("client-request.json");
     let answers = runtime.join("client-answers.json");
-    std::fs::write(&request, json!({"bus": desktop.bus, "calls": calls, "out": answers}).to_string()).unwrap();
+    std::fs::write(&request, json!({"calls": calls, "out": answers}).to_string()).unwrap();
     if nix::unistd::geteuid().is_root() {
         nix::unistd::chown(&request, Some(crate::test_support::desktop_user()), None).unwrap();
     }
@@ -114,6 +114,9 @@ fn as_desktop_user(desktop: &PortalDesktop, calls: Value) -> Value {
     let output = desktop_command(exe.to_str().unwrap(), runtime)
         .args(["screen::portal::tests::portal_client", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(CLIENT_REQUEST, &request)
+        // The session as a node started in it sees it: no DISPLAY (the environment is cleared).
+        .env("WAYLAND_DISPLAY", &desktop.sway.socket)
+        .env("DBUS_SESSION_BUS_ADDRESS", &desktop.bus)
         .output()
         .unwrap();
     assert!(
@@ -126,19 +129,16 @@ fn as_desktop_user(desktop: &PortalDesktop, calls: Value) -> Value {
     serde_json::from_slice(&std::fs::read(&answers).unwrap()).unwrap()
 }
 
-/// The child's side (ignored unless run by [`as_desktop_user`]): a node's screen capability on
-/// the portal's bus, called as an MCP client would.
+/// The child's side (ignored unless run by [`as_desktop_user`]): the node's screen capability
+/// as the registry builds it, finding the session in its environment, called as an MCP client
+/// would.
 #[tokio::test]
 #[ignore = "run as the desktop user by the portal tests"]
 async fn portal_client() {
     let Some(request) = std::env::var_os(CLIENT_REQUEST) else { return };
     let request: Value = serde_json::from_slice(&std::fs::read(request).unwrap()).unwrap();
     let settings_dir = tempfile::tempdir().unwrap();
-    let capability = ScreenCapability::for_portal(
-        live_settings(settings_dir.path(), true),
-        request["bus"].as_str().unwrap().to_owned(),
-        DEFAULT_TIMEOUT,
-    );
+    let capability = ScreenCapability::new(live_settings(settings_dir.path(), true));
     let command = capability.commands.first().unwrap().clone();
     let listed = command.is_listed();
     let mut answers = Vec::new();
