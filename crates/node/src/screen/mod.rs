@@ -15,7 +15,8 @@
 //! result says the scale so a client can map coordinates back to the screen.
 //!
 //! The "Screen" switch (`NodeScreenEnabled`, off by default) is read live: off, the command is not
-//! listed and a call says how to turn it on. A node without an X display does not list it either.
+//! listed and a call says how to turn it on. A node with neither an X display nor the desktop portal
+//! on its session bus does not list it either.
 //! `screen.record` also needs ffmpeg on the node's PATH. Every capture and recording is logged
 //! with its size.
 //!

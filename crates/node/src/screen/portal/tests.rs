@@ -38,8 +38,14 @@ fn only_local_file_uris_with_plain_components_are_accepted() {
     }
 }
 
+/// Where xdg-desktop-portal-wlr 0.7 always writes its shot (compiled in; it ignores TMPDIR).
+const WLR_SHOT: &str = "/tmp/out.png";
+
 /// sway, PipeWire and the portal with its two backends, on a private bus, as the desktop user.
+/// Holds a machine-wide lock while it lives: every wlr portal writes the same [`WLR_SHOT`], so two
+/// test runs at once (other checkouts on this machine) would read and remove each other's shots.
 struct PortalDesktop {
+    _one_at_a_time: std::fs::File,
     // Dropped in reverse: the portal before its backends, the compositor last.
     _portal: Spawned,
     _gtk: Spawned,
@@ -52,6 +58,20 @@ struct PortalDesktop {
 }
 
 async fn portal_desktop() -> PortalDesktop {
+    // Opened read-only when it exists (flock needs no write access), so any user can share it.
+    let lock_path = std::env::temp_dir().join("clawmcp-test-wlr-portal.lock");
+    let lock = std::fs::File::open(&lock_path).or_else(|_| std::fs::File::create(&lock_path)).unwrap();
+    lock.lock().unwrap();
+    if let Ok(stale) = std::fs::symlink_metadata(WLR_SHOT) {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            stale.uid(),
+            crate::test_support::desktop_user().as_raw(),
+            "{WLR_SHOT} belongs to uid {}: xdg-desktop-portal-wlr, run here as uid {}, cannot overwrite it; remove it",
+            stale.uid(),
+            crate::test_support::desktop_user()
+        );
+    }
     let background = random_colour();
     let [r, g, b] = background;
     let sway = sway_with(&format!("output HEADLESS-1 resolution 640x480 bg #{r:02x}{g:02x}{b:02x} solid_color\n"));
@@ -84,6 +104,7 @@ async fn portal_desktop() -> PortalDesktop {
     let mut portal = daemon("xdg-desktop-portal", "xdg-desktop-portal");
     wait_for_name(&bus, PORTAL, &mut portal).await;
     PortalDesktop {
+        _one_at_a_time: lock,
         _portal: portal,
         _gtk: gtk,
         _wlr: wlr,
@@ -201,6 +222,7 @@ async fn a_real_portal_shoots_the_whole_wayland_desktop_and_its_file_is_removed(
     assert_eq!(meta["backend"], "portal");
     assert_eq!(meta["monitors"], json!([{"index": 0, "name": "desktop", "x": 0, "y": 0, "width": 640, "height": 480}]));
     let file = meta["portalFile"]["path"].as_str().unwrap();
+    assert_eq!(file, WLR_SHOT);
     assert_eq!(meta["portalFile"]["removed"], true, "{meta}");
     assert!(!Path::new(file).exists(), "the portal's file {file} was removed");
     let gateway = &full["gateway"];
