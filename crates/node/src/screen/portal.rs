@@ -180,22 +180,29 @@ pub struct Shot {
 pub async fn capture(address: &Address, timeout: Duration, cancel: &CancellationToken) -> Result<Shot, String> {
     let started = Instant::now();
     let since = SystemTime::now();
+    // One deadline for the whole exchange, connecting included (a hung bus is bounded too).
+    let deadline = tokio::time::Instant::now() + timeout;
     let shown = address.to_string();
     let unreachable = |error: zbus::Error| format!("cannot reach the session D-Bus at {shown}: {error}");
-    let connection = tokio::select! {
-        () = cancel.cancelled() => return Err(clawmcp_mcp::CANCELLED.into()),
-        built = async { zbus::connection::Builder::address(address.clone()).build().await } => built.map_err(unreachable)?,
-    };
+    let hung = || format!("the session D-Bus at {shown} did not answer within {}", shown_duration(timeout));
     let token = handle_token();
-    let request_path = request_path(&connection, &token).map_err(unreachable)?;
-    let rule = zbus::MatchRule::builder()
-        .msg_type(MessageType::Signal)
-        .interface(REQUEST)
-        .member("Response")
-        .path(request_path.clone())
-        .build()
-        .map_err(unreachable)?;
-    let mut responses = zbus::MessageStream::for_match_rule(rule, &connection, None).await.map_err(unreachable)?;
+    let subscribed = async {
+        let connection = zbus::connection::Builder::address(address.clone()).build().await.map_err(unreachable)?;
+        let request_path = request_path(&connection, &token).map_err(unreachable)?;
+        let rule = zbus::MatchRule::builder()
+            .msg_type(MessageType::Signal)
+            .interface(REQUEST)
+            .member("Response")
+            .path(request_path.clone())
+            .build()
+            .map_err(unreachable)?;
+        let responses = zbus::MessageStream::for_match_rule(rule, &connection, None).await.map_err(unreachable)?;
+        Ok::<_, String>((connection, request_path, responses))
+    };
+    let (connection, request_path, mut responses) = tokio::select! {
+        () = cancel.cancelled() => return Err(clawmcp_mcp::CANCELLED.into()),
+        done = tokio::time::timeout_at(deadline, subscribed) => done.map_err(|_| hung())??,
+    };
 
     let options: HashMap<&str, Variant<'_>> =
         HashMap::from([("handle_token", Variant::from(token.as_str())), ("interactive", Variant::from(false))]);
@@ -206,6 +213,12 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
             .map_err(|error| format!("the desktop portal refused the screenshot: {error}"))?;
         let handle: OwnedObjectPath =
             reply.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))?;
+        if handle.as_str() != request_path.as_str() {
+            // A portal that ignores handle_token (very old ones) answers elsewhere: we listen on
+            // the wrong path, so stop rather than wait out the deadline.
+            close(&connection, &handle).await;
+            return Err(format!("the desktop portal answered on {handle}, not on {request_path}: it is too old"));
+        }
         // Only the portal that answered the call may answer the Request: any other peer on the
         // bus can emit a signal on that path (the bus stamps the true sender on every message).
         let portal = reply.header().sender().map(|sender| sender.to_owned());
@@ -216,14 +229,14 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
                 None => return Err("the session D-Bus closed the connection".to_owned()),
             }
         };
-        Ok::<_, String>((handle, response))
+        Ok::<_, String>(response)
     };
-    let (handle, response) = tokio::select! {
+    let response = tokio::select! {
         () = cancel.cancelled() => {
             close(&connection, &request_path).await;
             return Err(clawmcp_mcp::CANCELLED.into());
         }
-        answered = tokio::time::timeout(timeout, asked) => match answered {
+        answered = tokio::time::timeout_at(deadline, asked) => match answered {
             Ok(answer) => answer?,
             Err(_) => {
                 close(&connection, &request_path).await;
@@ -237,11 +250,6 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
             }
         },
     };
-    if handle.as_str() != request_path.as_str() {
-        // Portals before 0.9 of the spec ignore handle_token; we listened on the wrong path.
-        close(&connection, &handle).await;
-        return Err(format!("the desktop portal answered on {handle}, not on {request_path}: it is too old"));
-    }
     let (code, results): (u32, HashMap<String, OwnedVariant>) =
         response.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))?;
     match code {

@@ -464,3 +464,14 @@ fn only_a_fresh_file_of_ours_reached_without_symlinks_is_removed() {
         assert!(!removed && shot.exists(), "another user's file: left alone");
     }
 }
+
+#[tokio::test]
+async fn a_bus_that_accepts_but_never_speaks_fails_the_shot_at_the_time_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("silent-bus");
+    // Accepts connections (the kernel queues them) but never speaks.
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let address = Address::from_str(&format!("unix:path={}", socket.display())).unwrap();
+    let error = capture(&address, Duration::from_millis(1500), &CancellationToken::new()).await.unwrap_err();
+    assert_eq!(error, format!("the session D-Bus at {address} did not answer within 1500 ms"));
+}
