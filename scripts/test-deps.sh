@@ -10,10 +10,16 @@
 #   ffmpeg               - screen.record's and camera.*'s backend (x11grab, lavfi test sources,
 #                          libx264); ffprobe checks their clips
 #   x11-xserver-utils    - xrandr --setmonitor, xrdb: monitors and a desktop scale on Xvfb
+#   xdg-desktop-portal, xdg-desktop-portal-wlr, grim, pipewire, xdg-desktop-portal-gtk
+#                        - screen.snapshot on Wayland: the Screenshot portal on sway headless; the
+#                          wlr backend shoots with grim and will not start without a PipeWire
+#                          daemon; the portal (1.15+) serves Screenshot only with an Access
+#                          backend, which -gtk provides
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg x11-xserver-utils)
+packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
+  xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk)
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -107,6 +107,9 @@ impl MissingBackend {
     }
 }
 
+const NO_DISPLAY_FIX: &str =
+    "run the node inside your X session (DISPLAY=:0), or on a headless machine under Xvfb (apt install xvfb)";
+
 impl MissingBackend {
     /// Whether there is an X display to talk to: `display` named, or in `DISPLAY`. (Whether it
     /// answers is learnt by using it, which says so.) `wayland_gap` says what this command lacks
@@ -116,13 +119,18 @@ impl MissingBackend {
         if display.is_some() || set("DISPLAY") {
             return Ok(());
         }
-        Err(MissingBackend::new(
-            match set("WAYLAND_DISPLAY") {
-                true => format!("no X display: this is a Wayland session without Xwayland's DISPLAY ({wayland_gap})"),
-                false => "no X display: DISPLAY is unset".to_owned(),
-            },
-            "run the node inside your X session (DISPLAY=:0), or on a headless machine under Xvfb (apt install xvfb)",
-        ))
+        Err(match set("WAYLAND_DISPLAY") {
+            true => MissingBackend::new(
+                format!("no X display: this is a Wayland session without Xwayland's DISPLAY ({wayland_gap})"),
+                NO_DISPLAY_FIX,
+            ),
+            false => MissingBackend::no_display(),
+        })
+    }
+
+    /// Neither an X display nor anything else to show: `DISPLAY` is unset.
+    pub fn no_display() -> MissingBackend {
+        MissingBackend::new("no X display: DISPLAY is unset", NO_DISPLAY_FIX)
     }
 }
 

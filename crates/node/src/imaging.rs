@@ -137,6 +137,17 @@ fn resize(pixels: Pixels, to_width: u32, to_height: u32) -> Result<Pixels, Strin
     Ok(Pixels { data: target.into_vec(), width: to_width, height: to_height, layout })
 }
 
+/// `pixels` without an alpha channel (a screenshot is opaque; what it held is dropped).
+pub fn opaque(pixels: Pixels) -> Pixels {
+    match pixels.layout {
+        Layout::Rgb => pixels,
+        Layout::Rgba => {
+            let data = pixels.data.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
+            Pixels { data, layout: Layout::Rgb, ..pixels }
+        }
+    }
+}
+
 /// PNG bytes of `pixels` (fast compression: these answers are read once).
 pub fn encode_png(pixels: &Pixels) -> Result<Vec<u8>, String> {
     let failed = |error: &dyn std::fmt::Display| format!("cannot encode: {error}");

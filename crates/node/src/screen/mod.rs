@@ -4,6 +4,7 @@
 //! | file | what it does |
 //! | --- | --- |
 //! | [`x11`] | the capture: RandR monitors, core `GetImage`, the XFixes cursor drawn on top |
+//! | [`portal`] | Wayland: the desktop portal's Screenshot, bounded in time, its file read bounded and removed |
 //! | [`record`] | `screen.record`: ffmpeg x11grab into a private temp dir, size and time bounds, stopping |
 //! | this file | `screen.snapshot`'s arguments (upstream's names, defaults and clamps), scaling, PNG/JPEG encoding, the answer |
 //!
@@ -15,20 +16,26 @@
 //! PNG), and the result says the scale so a client can map coordinates back to the screen.
 //!
 //! The "Screen" switch (`NodeScreenEnabled`, off by default) is read live: off, the command is not
-//! listed and a call says how to turn it on. A node without an X display does not list it either.
+//! listed and a call says how to turn it on. A node with neither an X display nor the desktop portal
+//! on its session bus does not list it either.
 //! `screen.record` also needs ffmpeg on the node's PATH. Every capture and recording is logged
-//! with its size. Wayland (the desktop portal) is not served yet.
+//! with its size.
+//!
+//! Which desktop: X11 when `DISPLAY` is set (also under Xwayland, where both are set: X11 needs
+//! no portal round trip and knows the monitors), else Wayland through the desktop portal when
+//! `WAYLAND_DISPLAY` is set and the portal is on the session bus. On Wayland screenIndex 0 is the
+//! whole desktop (the portal's shot covers every output and nobody says where the monitors are),
+//! and the pointer is not drawn (the metadata says so). Recording is X11 only.
 
+mod portal;
 mod record;
 mod x11;
 
+pub use portal::DEFAULT_TIMEOUT as PORTAL_TIMEOUT;
 pub use record::{RecordOptions, SizeBound};
 
-/// What a Wayland session without Xwayland lacks for screen capture.
-const WAYLAND_GAP: &str = "screen capture through the desktop portal is not supported yet";
-
 use std::sync::{Arc, LazyLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -53,13 +60,51 @@ pub struct ScreenCapability {
     commands: Vec<Command>,
 }
 
+/// Which desktop `screen.snapshot` captures.
+#[derive(Debug, Clone)]
+enum Desktop {
+    /// The session the node runs in: `DISPLAY`, else `WAYLAND_DISPLAY` and the portal.
+    Env,
+    /// An X display (`:99`).
+    X11(String),
+    /// The desktop portal on this bus, whatever the environment says.
+    Portal(portal::Bus),
+}
+
+/// The backend one call uses.
+enum Session {
+    /// The display, `None` for the one `DISPLAY` names.
+    X11(Option<String>),
+    Portal(portal::Bus),
+}
+
+impl Desktop {
+    fn session(&self) -> Result<Session, MissingBackend> {
+        match self {
+            Desktop::X11(display) => Ok(Session::X11(Some(display.clone()))),
+            Desktop::Portal(bus) => Ok(Session::Portal(bus.clone())),
+            Desktop::Env => Desktop::session_of(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty())),
+        }
+    }
+
+    /// The node's own session, `set` saying which variables are set: X11 wins when both are
+    /// (Xwayland), Wayland without `DISPLAY`.
+    fn session_of(set: impl Fn(&str) -> bool) -> Result<Session, MissingBackend> {
+        match (set("DISPLAY"), set("WAYLAND_DISPLAY")) {
+            (true, _) => Ok(Session::X11(None)),
+            (false, true) => Ok(Session::Portal(portal::Bus::Env)),
+            (false, false) => Err(MissingBackend::no_display()),
+        }
+    }
+}
+
 impl ScreenCapability {
-    /// Captures the display `DISPLAY` names.
+    /// Captures the session the node runs in (`DISPLAY`, else Wayland through the portal).
     pub fn new(settings: Arc<LiveSettings>) -> Self {
         ScreenCapability::for_display(settings, None)
     }
 
-    /// Captures `display` (`:99`), or the one `DISPLAY` names when `None`.
+    /// Captures `display` (`:99`), or the node's own session when `None`.
     pub fn for_display(settings: Arc<LiveSettings>, display: Option<String>) -> Self {
         ScreenCapability::with_recording(settings, display, RecordOptions::default())
     }
@@ -67,20 +112,46 @@ impl ScreenCapability {
     /// [`ScreenCapability::for_display`], recording with `recording`'s bounds and places.
     pub fn with_recording(settings: Arc<LiveSettings>, display: Option<String>, recording: RecordOptions) -> Self {
         let record = record::command(settings.clone(), display.clone(), recording);
+        let desktop = display.map_or(Desktop::Env, Desktop::X11);
+        ScreenCapability::build(settings, desktop, portal::DEFAULT_TIMEOUT, record)
+    }
+
+    /// Snapshots through the desktop portal on the session bus at `bus` (a D-Bus address), each
+    /// shot bounded by `timeout`. Recording is not served there.
+    pub fn for_portal(settings: Arc<LiveSettings>, bus: String, timeout: Duration) -> Self {
+        let record = record::command(settings.clone(), None, RecordOptions::default());
+        ScreenCapability::build(settings, Desktop::Portal(portal::Bus::At(bus)), timeout, record)
+    }
+
+    fn build(settings: Arc<LiveSettings>, desktop: Desktop, timeout: Duration, record: Command) -> Self {
         let gate = {
-            let display = display.clone();
-            Gate::new(settings, Some(&Switch::SCREEN), move || {
-                MissingBackend::x11_display(display.as_deref(), WAYLAND_GAP)
+            let desktop = desktop.clone();
+            let probe = portal::Probe::new(match &desktop {
+                Desktop::Portal(bus) => bus.clone(),
+                _ => portal::Bus::Env,
+            });
+            Gate::new(settings, Some(&Switch::SCREEN), move || match desktop.session()? {
+                Session::X11(_) => Ok(()),
+                Session::Portal(_) => probe.check(),
             })
         };
         let snapshot = command_spec().with_output_handler({
             let gate = gate.clone();
             move |request, ctx| {
-                let (gate, display) = (gate.clone(), display.clone());
+                let (gate, desktop) = (gate.clone(), desktop.clone());
                 async move {
                     gate.admit("screen.snapshot")?;
                     let args = SnapshotArgs::parse(&request.args)?;
-                    let work = tokio::task::spawn_blocking(move || snapshot(display.as_deref(), &args));
+                    let session = desktop.session().map_err(|missing| ToolFailure::new(missing.to_string()))?;
+                    let work = match session {
+                        Session::X11(display) => {
+                            tokio::task::spawn_blocking(move || snapshot(display.as_deref(), &args))
+                        }
+                        Session::Portal(bus) => {
+                            let shot = portal_shot(&bus, &args, timeout, &ctx.cancel).await?;
+                            tokio::task::spawn_blocking(move || portal_answer(shot, &args))
+                        }
+                    };
                     tokio::select! {
                         // The capture takes milliseconds; a cancelled caller just stops waiting.
                         () = ctx.cancel.cancelled() => Err(clawmcp_mcp::CANCELLED.into()),
@@ -106,10 +177,12 @@ pub fn command_spec() -> CommandSpec {
         title: Some("Screenshot"),
         output_schema: None,
         description: Some(
-            "Capture one monitor of this machine's screen (X11) as an image. format png (default) or jpeg; \
+            "Capture one monitor of this machine's screen (X11; on Wayland the whole desktop through the \
+             desktop portal) as an image. format png (default) or jpeg; \
              maxWidth scales the image down to that width (16..7680; without it the image is kept under about \
              1.15 megapixels and 1 MB); quality 1..100 for jpeg (default 80); screenIndex (alias monitor) picks the \
-             monitor, 0 = primary; includePointer (default true) draws the mouse pointer. Returns the image and \
+             monitor, 0 = primary (on Wayland 0 = the whole desktop, the only one); includePointer (default true) \
+             draws the mouse pointer (X11 only). Returns the image and \
              {format, width, height, screenIndex, capturedWidth, capturedHeight, scale, monitors}: divide image \
              coordinates by scale to get screen coordinates.",
         ),
@@ -209,25 +282,6 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
     let captured = x11::capture(display, args.screen_index, args.include_pointer).map_err(ToolFailure::new)?;
     let capture_time = started.elapsed();
     let full = Pixels { data: captured.rgb, width: captured.width, height: captured.height, layout: Layout::Rgb };
-    let (width, height, bytes) = imaging::fit_encoded(full, args.max_width, |pixels| match args.format {
-        Format::Png => imaging::encode_png(pixels),
-        Format::Jpeg => imaging::encode_jpeg(pixels, args.quality),
-    })
-    .map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))?;
-    let encode_time = started.elapsed() - capture_time;
-    let captured_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    tracing::info!(
-        screen = args.screen_index,
-        width,
-        height,
-        bytes = bytes.len(),
-        format = args.format.name(),
-        shm = captured.shared_memory,
-        capture_ms = capture_time.as_secs_f64() * 1e3,
-        encode_ms = encode_time.as_secs_f64() * 1e3,
-        "screen captured"
-    );
-    let base64 = STANDARD.encode(&bytes);
     let monitors: Vec<Value> = captured
         .monitors
         .iter()
@@ -240,25 +294,97 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
             })
         })
         .collect();
-    let scale = f64::from(width) / f64::from(captured.width);
-    let meta = json!({
+    let backend = Capture { index: captured.index, monitors, time: capture_time, extra: Map::new() };
+    tracing::debug!(shm = captured.shared_memory, "X11 capture");
+    answer(full, backend, args)
+}
+
+/// The portal's shot of the whole desktop, after checking the arguments it can serve.
+async fn portal_shot(
+    bus: &portal::Bus,
+    args: &SnapshotArgs,
+    timeout: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<portal::Shot, ToolFailure> {
+    if args.screen_index != 0 {
+        return Err(invalid(format!(
+            "screenIndex {} does not exist: on Wayland the desktop portal captures the whole desktop, which is \
+             screenIndex 0 (the portal does not say where the monitors are); use screenIndex 0",
+            args.screen_index
+        )));
+    }
+    let address =
+        bus.address().map_err(|missing| ToolFailure::new(format!("Screen capture not available: {missing}")))?;
+    portal::capture(&address, timeout, cancel).await.map_err(|error| match error == clawmcp_mcp::CANCELLED {
+        true => clawmcp_mcp::CANCELLED.into(),
+        false => ToolFailure::new(format!("Capture failed: {error}")),
+    })
+}
+
+fn portal_answer(shot: portal::Shot, args: &SnapshotArgs) -> ToolOutcome {
+    let full = imaging::opaque(shot.pixels);
+    let (width, height) = (full.width, full.height);
+    let monitors = vec![json!({"index": 0, "name": "desktop", "x": 0, "y": 0, "width": width, "height": height})];
+    let mut extra = Map::new();
+    extra.insert("backend".into(), json!("portal"));
+    extra.insert("pointer".into(), json!("not available on Wayland"));
+    extra.insert("portalFile".into(), json!({"path": shot.file, "removed": shot.removed}));
+    answer(full, Capture { index: 0, monitors, time: shot.took, extra }, args)
+}
+
+/// What a backend tells the answer besides the pixels.
+struct Capture {
+    index: usize,
+    monitors: Vec<Value>,
+    time: Duration,
+    /// Backend-specific metadata.
+    extra: Map<String, Value>,
+}
+
+/// The shared tail: scaling, encoding, the metadata and the gateway payload.
+fn answer(full: Pixels, capture: Capture, args: &SnapshotArgs) -> ToolOutcome {
+    let started = std::time::Instant::now();
+    let (captured_width, captured_height) = (full.width, full.height);
+    let (width, height, bytes) = imaging::fit_encoded(full, args.max_width, |pixels| match args.format {
+        Format::Png => imaging::encode_png(pixels),
+        Format::Jpeg => imaging::encode_jpeg(pixels, args.quality),
+    })
+    .map_err(|error| ToolFailure::new(format!("Capture failed: {error}")))?;
+    let encode_time = started.elapsed();
+    let captured_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    tracing::info!(
+        screen = capture.index,
+        width,
+        height,
+        bytes = bytes.len(),
+        format = args.format.name(),
+        capture_ms = capture.time.as_secs_f64() * 1e3,
+        encode_ms = encode_time.as_secs_f64() * 1e3,
+        "screen captured"
+    );
+    let base64 = STANDARD.encode(&bytes);
+    let scale = f64::from(width) / f64::from(captured_width);
+    let mut meta = json!({
         "format": args.format.name(),
         "width": width,
         "height": height,
         "bytes": bytes.len(),
-        "screenIndex": captured.index,
-        "capturedWidth": captured.width,
-        "capturedHeight": captured.height,
+        "screenIndex": capture.index,
+        "capturedWidth": captured_width,
+        "capturedHeight": captured_height,
         "scale": (scale * 1e6).round() / 1e6,
-        "monitors": monitors,
+        "monitors": capture.monitors,
         "capturedAtMs": captured_at_ms,
     });
+    if let Value::Object(meta) = &mut meta {
+        meta.extend(capture.extra);
+    }
     let gateway = json!({
         "format": args.format.name(),
         "width": width,
         "height": height,
         "base64": base64,
-        "screenIndex": captured.index,
+        "screenIndex": capture.index,
         "capturedAtMs": captured_at_ms,
     });
     Ok(ToolOutput::from(meta)

@@ -40,10 +40,13 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command as Process};
 
-use super::{MAX_SCREEN_INDEX, WAYLAND_GAP, format_name, invalid, whole_number, x11};
+use super::{MAX_SCREEN_INDEX, format_name, invalid, whole_number, x11};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Command, CommandSpec};
 use crate::settings::LiveSettings;
+
+/// What a Wayland session without Xwayland lacks for recording.
+const WAYLAND_GAP: &str = "recording through the desktop portal (ScreenCast and PipeWire) is not supported yet";
 
 /// Upstream's defaults and clamps.
 pub const DEFAULT_DURATION_MS: u64 = 10_000;

@@ -25,6 +25,8 @@ mod which;
 use std::sync::Arc;
 
 pub use clawmcp_process::MAX_CAPTURED_BYTES;
+/// The session bus address, resolved as libdbus does (shared with the screen portal).
+pub(crate) use notify::session_bus_address;
 pub use request::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use run::{INVALID_REQUEST, RUN_DISABLED, SYSTEM_RUN_DENIED, UNAVAILABLE};
 pub use run::{MAX_RESULT_WIRE_BYTES, MAX_STREAM_WIRE_BYTES};

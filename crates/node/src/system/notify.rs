@@ -326,38 +326,9 @@ mod tests {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// A private session bus on a socket in `dir`: everything allowed, and service activation
-    /// only from `service_dir` (none by default), so the host's installed services never leak in.
+    /// [`crate::test_support::private_bus`] run by the test's own user, its address parsed.
     fn private_bus(dir: &Path, service_dir: Option<&Path>) -> (Spawned, Address) {
-        let config = dir.join("bus.conf");
-        let service_dir = service_dir.map(|d| format!("<servicedir>{}</servicedir>", d.display())).unwrap_or_default();
-        let config_text = format!(
-            r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={}/bus</listen>
-  <auth>EXTERNAL</auth>
-  {service_dir}
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"#,
-            dir.display()
-        );
-        std::fs::write(&config, config_text).expect("write bus config");
-        let mut bus = Spawned::start(
-            "dbus-daemon",
-            "dbus-daemon",
-            Command::new("dbus-daemon")
-                .arg(format!("--config-file={}", config.display()))
-                .args(["--nofork", "--print-address"]),
-            dir,
-        );
-        let address = bus.ready_line();
+        let (bus, address) = crate::test_support::private_bus(dir, service_dir, Command::new("dbus-daemon"));
         let address = Address::from_str(&address).unwrap_or_else(|e| panic!("dbus-daemon printed {address:?}: {e}"));
         (bus, address)
     }
