@@ -125,3 +125,4 @@ grep 'screen captured' "$TMP/node.log" | tail -n 3 >&2 || true
 report_args=(--tmp "$TMP" --runs "$RUNS" --command "$COMMAND_LINE" --size "${WIDTH}x${HEIGHT}")
 ((WRITE_RESULTS)) && report_args+=(--markdown "$HERE/SCREEN_RESULTS.md")
 python3 "$HERE/screen_report.py" "${report_args[@]}"
+if ((WRITE_RESULTS)); then bash "$HERE/results.sh"; fi
