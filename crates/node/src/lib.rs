@@ -21,6 +21,7 @@ pub mod clipboard;
 mod command_text;
 pub mod device;
 mod imaging;
+mod mp4;
 pub mod registry;
 pub mod screen;
 pub mod settings;

@@ -251,8 +251,11 @@ pub async fn clip(
         // Past `read_limit` this is an error naming it, not a cut clip.
         .map_err(|e| CaptureError::failed(format!("Clip failed: cannot read the encoded clip: {e}")))?;
     drop(dir);
-    let duration_ms = mp4_duration_ms(&bytes)
-        .ok_or_else(|| CaptureError::failed("Clip failed: ffmpeg wrote no readable MP4 (no video arrived?)"))?;
+    let duration_ms = crate::mp4::inspect_mp4(&bytes)
+        .map_err(|why| {
+            CaptureError::failed(format!("Clip failed: ffmpeg wrote no finished MP4 ({why}; no video arrived?)"))
+        })?
+        .duration_ms;
     let frames = last_progress_value(&finished.stdout, "frame").unwrap_or(0);
     if frames == 0 {
         return Err(CaptureError::failed("Clip failed: the camera delivered no frame"));
@@ -418,36 +421,4 @@ pub fn image_size(bytes: &[u8], format: ImageFormat) -> Option<(u32, u32)> {
             None
         }
     }
-}
-
-/// The movie's duration in ms from an MP4's `moov/mvhd` box.
-pub fn mp4_duration_ms(bytes: &[u8]) -> Option<u64> {
-    let moov = find_box(bytes, b"moov")?;
-    let mvhd = find_box(moov, b"mvhd")?;
-    let be32 = |at: usize| mvhd.get(at..at + 4).map(|b| u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
-    // version 0: created, modified (4 each), timescale, duration (4); version 1: 8, 8, 4, 8.
-    let (timescale, duration) = match mvhd.first()? {
-        0 => (be32(12)?, be32(16)?),
-        1 => (be32(20)?, be32(24)? << 32 | be32(28)?),
-        _ => return None,
-    };
-    (timescale > 0).then(|| duration * 1000 / timescale)
-}
-
-/// The payload of the first box of `kind` among the boxes in `bytes` (no descent).
-fn find_box<'a>(mut bytes: &'a [u8], kind: &[u8; 4]) -> Option<&'a [u8]> {
-    while bytes.len() >= 8 {
-        let size = u64::from(u32::from_be_bytes(bytes[..4].try_into().ok()?));
-        let (header, size) = match size {
-            1 => (16, u64::from_be_bytes(bytes.get(8..16)?.try_into().ok()?)),
-            0 => (8, bytes.len() as u64),
-            size => (8, size),
-        };
-        let size = usize::try_from(size).ok().filter(|&s| s >= header && s <= bytes.len())?;
-        if &bytes[4..8] == kind {
-            return Some(&bytes[header..size]);
-        }
-        bytes = &bytes[size..];
-    }
-    None
 }

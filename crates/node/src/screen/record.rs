@@ -25,7 +25,6 @@
 //! send by default) is answered with `hasAudio: false` and a note saying why, never dropped silently.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -43,6 +42,7 @@ use tokio::process::{Child, Command as Process};
 use super::{MAX_SCREEN_INDEX, format_name, invalid, whole_number, x11};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Command, CommandSpec};
+pub(super) use crate::mp4::inspect_mp4;
 use crate::settings::LiveSettings;
 
 /// What a Wayland session without Xwayland lacks for recording.
@@ -386,91 +386,13 @@ async fn read_kept(stream: Option<tokio::process::ChildStderr>) -> String {
 
 /// The file, if it is at most `max` bytes.
 fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("ffmpeg wrote no file ({e})"))?;
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the recording: {e}"))?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
+    // The shared bounded reader (no FIFO, no device, past `max` an error): as camera.clip reads.
+    clawmcp_fs::read_regular_file(path, max).map_err(|error| match error.kind() {
+        std::io::ErrorKind::InvalidData => format!(
             "the recording is over the {max}-byte bound; record a shorter clip, at a lower fps, or a smaller monitor"
-        ));
-    }
-    Ok(bytes)
-}
-
-/// What the checks of an mp4 found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Mp4Facts {
-    /// The movie's duration (`mvhd`), in milliseconds.
-    pub duration_ms: u64,
-    /// Where the index (`moov`) starts: ffmpeg writes it after the frames, so this is the size
-    /// the file had when the last frame was written.
-    pub index_offset: u64,
-}
-
-/// The top-level boxes must tile the file, with one `mdat` (the frames) and one `moov` holding
-/// an `mvhd` (what a player needs; ffmpeg writes it last, so a killed ffmpeg leaves none).
-pub(super) fn inspect_mp4(bytes: &[u8]) -> Result<Mp4Facts, String> {
-    let (mut at, mut media, mut found) = (0usize, false, None);
-    while at < bytes.len() {
-        let (kind, start, end) = next_box(bytes, at)?;
-        match kind {
-            b"mdat" => media = true,
-            b"moov" => found = Some((at, movie_duration_ms(&bytes[start..end])?)),
-            _ => {}
-        }
-        at = end;
-    }
-    match (media, found) {
-        (true, Some((offset, duration_ms))) => Ok(Mp4Facts { duration_ms, index_offset: offset as u64 }),
-        (false, _) => Err("no mdat box (no frames)".into()),
-        (true, None) => Err("no moov box (the index is missing: ffmpeg did not finish)".into()),
-    }
-}
-
-/// The box at `at`: its type and where its body starts and ends.
-fn next_box(bytes: &[u8], at: usize) -> Result<(&[u8; 4], usize, usize), String> {
-    let header = bytes.get(at..at + 8).ok_or_else(|| format!("a box header is cut off at byte {at}"))?;
-    let size = u64::from(u32::from_be_bytes(header[..4].try_into().unwrap()));
-    let kind: &[u8; 4] = header[4..8].try_into().unwrap();
-    let (size, body) = match size {
-        0 => ((bytes.len() - at) as u64, 8),
-        1 => {
-            let large = bytes.get(at + 8..at + 16).ok_or("a large box header is cut off")?;
-            (u64::from_be_bytes(large.try_into().unwrap()), 16)
-        }
-        size => (size, 8),
-    };
-    let end = usize::try_from(size).ok().and_then(|size| at.checked_add(size)).filter(|&end| end <= bytes.len());
-    match end {
-        Some(end) if size >= body as u64 => Ok((kind, at + body, end)),
-        _ => Err(format!("the {} box at byte {at} claims {size} bytes", String::from_utf8_lossy(kind))),
-    }
-}
-
-/// `mvhd`'s duration over its timescale, in milliseconds, from a `moov` body.
-fn movie_duration_ms(moov: &[u8]) -> Result<u64, String> {
-    let mut at = 0;
-    while at < moov.len() {
-        let (kind, start, end) = next_box(moov, at)?;
-        if kind == b"mvhd" {
-            let body = &moov[start..end];
-            let field = |from: usize, len: usize| -> Result<u64, String> {
-                let bytes = body.get(from..from + len).ok_or("mvhd is cut off")?;
-                Ok(bytes.iter().fold(0u64, |value, &byte| value << 8 | u64::from(byte)))
-            };
-            // version 1 has 64-bit times and duration, version 0 32-bit ones.
-            let (timescale, duration) = match body.first() {
-                Some(1) => (field(20, 4)?, field(24, 8)?),
-                _ => (field(12, 4)?, field(16, 4)?),
-            };
-            if timescale == 0 {
-                return Err("mvhd has a zero timescale".into());
-            }
-            return Ok(duration.saturating_mul(1000) / timescale);
-        }
-        at = end;
-    }
-    Err("moov has no mvhd".into())
+        ),
+        _ => format!("ffmpeg wrote no file ({error})"),
+    })
 }
 
 /// Removes recording directories in `root` that are ours (owned by the owner of `ours`, the
