@@ -381,17 +381,28 @@ impl Progress {
         self.send(&mut state, progress, total, message)
     }
 
+    /// Says what the call is doing now (`waiting for approval ...`) with the next whole number
+    /// above the last value; it also resets the heartbeat's quiet time, so a tool that repeats
+    /// this more often than [`crate::server::PROGRESS_INTERVAL`] keeps its own words on screen.
+    /// Returns false if it was not sent (the call is answered, or the client is not reading).
+    pub fn note(&self, message: &str) -> bool {
+        let mut state = self.lock();
+        if state.closed {
+            return false;
+        }
+        let next = state.last_value.map_or(1.0, |last| last.floor() + 1.0);
+        self.send(&mut state, next, None, Some(message))
+    }
+
     /// The heartbeat: if nothing was sent for `quiet`, sends the next whole number above the last
     /// value with `message()`. Returns when the next heartbeat is due.
     pub(crate) fn heartbeat_if_quiet(&self, quiet: Duration, message: impl FnOnce() -> String) -> Instant {
-        let mut state = self.lock();
         let now = Instant::now();
-        let due = state.last_sent_at + quiet;
-        if state.closed || now < due {
+        let due = self.lock().last_sent_at + quiet;
+        if now < due {
             return due;
         }
-        let next = state.last_value.map_or(1.0, |last| last.floor() + 1.0);
-        self.send(&mut state, next, None, Some(&message()));
+        self.note(&message());
         now + quiet
     }
 

@@ -55,6 +55,10 @@ use pending::PendingQueue;
 use resolve::ResolvedCommand;
 use store::{Loaded, PolicyStore};
 
+/// How often a run waiting for a person says so again (under the MCP heartbeat's interval, so
+/// the caller keeps seeing what it waits for rather than "running for N s").
+pub const WAIT_NOTE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// How long a prompt waits for `clawmcp approvals` before `askFallback` decides.
 pub const DEFAULT_PROMPT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -246,6 +250,19 @@ impl ExecApprovals {
         approver: &Approver,
         cancel: &CancellationToken,
     ) -> Result<Authorization, Denial> {
+        self.authorize_with(request, approver, cancel, &|_| {}).await
+    }
+
+    /// [`ExecApprovals::authorize`], telling `on_wait` what the run waits for while a prompt is
+    /// open (at once, then every [`WAIT_NOTE_INTERVAL`]): the caller's side sees "waiting for
+    /// approval <id>: run `clawmcp approvals allow-once <id>`", not a silent call.
+    pub async fn authorize_with(
+        &self,
+        request: &RunRequest,
+        approver: &Approver,
+        cancel: &CancellationToken,
+        on_wait: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Authorization, Denial> {
         if request.argv.is_empty() {
             return Err(Denial::new(DenialCode::ValidationFailed, "missing-command"));
         }
@@ -302,7 +319,7 @@ impl ExecApprovals {
                 return Err(self.approval_required(&policy, &command, matched.is_some()));
             }
             (Verdict::RequiresPrompt, None) => {
-                let answer = self.ask_human(request, &command, &policy, matched.is_some(), cancel).await?;
+                let answer = self.ask_human(request, &command, &policy, matched.is_some(), cancel, on_wait).await?;
                 let (chosen, by_fallback) = match answer {
                     Answer::Human(d) => (d, false),
                     Answer::Fallback(d) => (d, true),
@@ -372,6 +389,7 @@ impl ExecApprovals {
         policy: &EffectivePolicy,
         allowlist_matched: bool,
         cancel: &CancellationToken,
+        on_wait: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<Answer, Denial> {
         let cancelled = || Denial::new(DenialCode::UserDenied, "cancelled");
         if cancel.is_cancelled() {
@@ -404,11 +422,21 @@ impl ExecApprovals {
             Cancelled,
             TimedOut,
         }
-        let wake = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Wake::Cancelled,
-            answer = ticket.answer() => Wake::Answered(answer),
-            _ = tokio::time::sleep(self.prompt_timeout) => Wake::TimedOut,
+        let deadline = tokio::time::Instant::now() + self.prompt_timeout;
+        let id = ticket.id().to_owned();
+        let wake = loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now()).as_secs();
+            on_wait(&format!(
+                "waiting for approval {id}: run `clawmcp approvals allow-once {id}` (or `deny {id}`); {left} s \
+                 left, then askFallback decides"
+            ));
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break Wake::Cancelled,
+                answer = ticket.answer() => break Wake::Answered(answer),
+                _ = tokio::time::sleep_until(deadline) => break Wake::TimedOut,
+                _ = tokio::time::sleep(WAIT_NOTE_INTERVAL) => {}
+            }
         };
         match wake {
             Wake::Answered(Some(decision)) => Ok(Answer::Human(decision)),

@@ -56,7 +56,7 @@ impl SystemCapability {
                 let (settings, approvals) = (settings.clone(), approvals.clone());
                 async move {
                     run::ensure_enabled(&settings)?;
-                    run::invoke(&settings, &approvals, &request, &ctx.cancel).await
+                    run::invoke(&settings, &approvals, &request, &ctx.cancel, ctx.progress.as_ref()).await
                 }
             })
         };

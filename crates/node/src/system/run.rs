@@ -74,6 +74,7 @@ pub async fn invoke(
     approvals: &ExecApprovals,
     call: &InvokeRequest,
     cancel: &CancellationToken,
+    progress: Option<&clawmcp_mcp::Progress>,
 ) -> ToolOutcome {
     let args = &call.args;
     let run_id = args.get("runId").and_then(Value::as_str).map(str::to_owned);
@@ -84,7 +85,13 @@ pub async fn invoke(
         Caller::Gateway => denied(&denial).with_gateway_event(EXEC_DENIED, exec_denied(&run.request, &run_id, &denial)),
         Caller::Mcp | Caller::GatewayPluginTool => denied(&denial),
     };
-    let authorization = match approvals.authorize(&run.request, &approver, cancel).await {
+    // A run waiting for a person says so to the caller (MCP progress), not "running for N s".
+    let on_wait = |waiting: &str| {
+        if let Some(progress) = progress {
+            progress.note(waiting);
+        }
+    };
+    let authorization = match approvals.authorize_with(&run.request, &approver, cancel, &on_wait).await {
         Ok(authorization) => authorization,
         Err(_) if cancel.is_cancelled() => return Err(clawmcp_mcp::CANCELLED.into()),
         Err(denial) => return Err(refuse(denial)),
