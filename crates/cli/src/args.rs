@@ -47,7 +47,7 @@ pub enum Command {
 pub struct DataDirArg {
     /// Data directory (token, settings.json, exec-approvals.json). Default: the platform config
     /// dir, e.g. ~/.config/clawmcp.
-    #[arg(long, env = "CLAWMCP_DATA_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "CLAWMCP_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -176,23 +176,23 @@ fn parse_protocol_version(text: &str) -> Result<clawmcp_mcp::ProtocolVersion, St
 #[derive(Debug, Clone, Args)]
 pub struct EndpointArgs {
     /// Port of the node on 127.0.0.1.
-    #[arg(long, env = "OPENCLAW_MCP_PORT", default_value_t = 8765, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, global = true, env = "OPENCLAW_MCP_PORT", default_value_t = 8765, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
 
     /// Full endpoint URL (overrides --port), e.g. http://127.0.0.1:8765/.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL")]
     pub url: Option<String>,
 
     /// Bearer token to send instead of reading the token file (visible to other local users
     /// in the process list: prefer the file).
-    #[arg(long, env = "OPENCLAW_MCP_TOKEN", hide_env_values = true)]
+    #[arg(long, global = true, env = "OPENCLAW_MCP_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
     #[command(flatten)]
     pub data_dir: DataDirArg,
 
     /// Give up after this many milliseconds (the node's own deadline is 6 minutes).
-    #[arg(long, default_value_t = 365_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    #[arg(long, global = true, default_value_t = 365_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub timeout_ms: u64,
 }
 
@@ -385,4 +385,19 @@ pub enum ToolsAction {
         #[arg(long, value_name = "PATH")]
         output: Option<PathBuf>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// clap's own consistency checks over the whole command tree (global options that reach a
+    /// subcommand defining the same option, duplicate names, ...), which it runs only in debug
+    /// builds and only for the subcommand being parsed.
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

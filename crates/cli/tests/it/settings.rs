@@ -166,3 +166,24 @@ fn the_node_says_at_start_what_the_sandbox_holds() {
         node.stderr()
     );
 }
+
+/// Options go before or after the subcommand alike: `settings set K V --data-dir D`,
+/// `approvals list --port P`, `node status --data-dir D` (they were refused after it).
+#[test]
+fn options_are_taken_before_or_after_the_subcommand() {
+    let sandbox = Sandbox::new();
+    let data = sandbox.data();
+    sandbox.clawmcp(["settings", "set", "NodeCameraEnabled", "true", "--data-dir"]).arg(&data).assert().success();
+    assert_eq!(
+        settings_file(&sandbox)["NodeCameraEnabled"],
+        true,
+        "saved where --data-dir (after the subcommand) says"
+    );
+
+    let node = Node::start(&sandbox);
+    let port = node.port.to_string();
+    for args in [["approvals", "list", "--port", &port], ["approvals", "--port", &port, "list"]] {
+        sandbox.clawmcp(args).arg("--data-dir").arg(&data).assert().success();
+    }
+    sandbox.clawmcp(["node", "status", "--data-dir"]).arg(&data).assert().success().stdout(contains("running"));
+}
