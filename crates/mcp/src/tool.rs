@@ -354,12 +354,35 @@ impl<I: 'static> ToolSet<I> {
     ) -> ToolResult {
         match self.served(name, filter) {
             Ok(tool) => tool.call_mcp(input, ctx).await,
-            Err(Unserved::Unknown) => ToolResult::error(format!("Unknown tool: {name}")),
+            Err(Unserved::Unknown | Unserved::LocalOnly) => {
+                // (`served` never answers LocalOnly; only the remote lookups do.)
+                let listed: Vec<ToolDef<I>> = self.listed(filter);
+                ToolResult::error(unknown_tool(name, listed.iter().map(ToolDef::name)))
+            }
             Err(Unserved::Filtered) => ToolResult::error(refused(name)),
-            // `served` never answers it; only the remote lookups do.
-            Err(Unserved::LocalOnly) => ToolResult::error(format!("Unknown tool: {name}")),
         }
     }
+}
+
+/// The error of a call of a tool nobody serves: `Unknown tool: NAME`, and the closest name served
+/// when the call looks like a typo of it (`system.whch`: did you mean `system.which`?).
+pub fn unknown_tool<'a>(name: &str, served: impl IntoIterator<Item = &'a str>) -> String {
+    match did_you_mean(name, served) {
+        Some(close) => format!("Unknown tool: {name}. Did you mean `{close}`? (tools/list shows what is served)"),
+        None => format!("Unknown tool: {name}"),
+    }
+}
+
+/// The candidate closest to `name` by edit distance (a swap of two neighbours is one edit), if
+/// it is within a quarter of the name's length (at least one edit): a typo, not a different word.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let within = (name.chars().count() / 4).max(1);
+    candidates
+        .into_iter()
+        .map(|candidate| (strsim::osa_distance(name, candidate), candidate))
+        .filter(|(distance, _)| *distance <= within)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
 }
 
 #[cfg(test)]
@@ -390,6 +413,24 @@ mod tests {
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_mistyped_name_gets_the_closest_served_tool_and_a_different_word_none() {
+        let set = ToolSet::new([echo("system.which", None), echo("system.run", None), echo("device.info", None)]);
+        let all = ToolFilter::all();
+        let call =
+            |name: &'static str| set.call_mcp(name, Map::new(), CallContext::detached(), &all, |_| unreachable!());
+        assert_eq!(
+            call("system.whch").await.first_text(),
+            Some("Unknown tool: system.whch. Did you mean `system.which`? (tools/list shows what is served)")
+        );
+        assert_eq!(call("sytem.run").await.first_text().map(|t| t.contains("`system.run`")), Some(true));
+        assert_eq!(call("camera.snap").await.first_text(), Some("Unknown tool: camera.snap"), "not a typo of anything");
+        // Within a quarter of the name's length, and at least one edit.
+        assert_eq!(did_you_mean("ab", ["ac"]), Some("ac"));
+        assert_eq!(did_you_mean("abcdefgh", ["abcdefXY"]), Some("abcdefXY"));
+        assert_eq!(did_you_mean("abcdefgh", ["abcdeXYZ"]), None);
     }
 
     #[tokio::test]

@@ -122,6 +122,12 @@ async fn a_denied_tool_is_neither_listed_nor_forwarded() {
     assert!(setup.fake.tool_calls().is_empty());
     let never_advertised = within(call(&bridge, "no_such_tool", json!({}))).await;
     assert!(text(&never_advertised).starts_with("Unknown tool: no_such_tool."));
+    // A typo of a served tool (gateway or local) names it.
+    for (typo, meant) in [("sessions_lst", "sessions_list"), ("gerp", "grep")] {
+        let answer = within(call(&bridge, typo, json!({}))).await;
+        assert!(text(&answer).contains(&format!("Did you mean `{meant}`?")), "{}", text(&answer));
+    }
+    assert!(setup.fake.tool_calls().is_empty(), "nothing forwarded for a typo");
 }
 
 #[tokio::test(start_paused = true)]

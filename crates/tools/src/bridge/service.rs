@@ -195,10 +195,19 @@ impl ToolsBridge {
             return self.yielder.run(&arguments, &ctx).await;
         }
         self.catalog.wait(self.waits.call).await;
-        if self.catalog.current().get(name).is_none() {
+        let catalog = self.catalog.current();
+        if catalog.get(name).is_none() {
+            let served = crate::LocalTool::ALL
+                .iter()
+                .map(|tool| tool.name())
+                .chain([SESSIONS_YIELD])
+                .chain(catalog.tools.iter().map(|tool| tool.name.as_str()));
+            let hint = clawmcp_mcp::tool::did_you_mean(name, served)
+                .map(|close| format!(" Did you mean `{close}`?"))
+                .unwrap_or_default();
             return ToolResult::error(format!(
-                "Unknown tool: {name}. It is not among the tools this server advertises (see tools/list): neither a \
-                 local tool nor a gateway tool that the gateway runs over HTTP."
+                "Unknown tool: {name}.{hint} It is not among the tools this server advertises (see tools/list): \
+                 neither a local tool nor a gateway tool that the gateway runs over HTTP."
             ));
         }
         let prepared = self.forwarder.prepare(name, arguments);
