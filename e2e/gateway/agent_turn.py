@@ -72,7 +72,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 ALLOW_ALL = '{"version":1,"defaults":{"security":"full","ask":"off","askFallback":"deny"},"agents":{}}'
 
 
-from checks import Failed, expect, report, run_check, wait_for  # noqa: E402  (the script's own directory)
+from checks import Failed, expect, report, run_check, suite_args, wait_for  # noqa: E402  (the script's own directory)
 
 
 def objects_with(text: str, key: str, depth: int = 0) -> list[dict[str, Any]]:
@@ -450,11 +450,7 @@ class Suite:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gateway-env", required=True)
-    parser.add_argument("--clawmcp-bin", required=True)
-    parser.add_argument("--artifacts", required=True)
-    return Suite(parser.parse_args()).run()
+    return Suite(suite_args(__doc__)).run()
 
 
 if __name__ == "__main__":

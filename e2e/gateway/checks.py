@@ -4,6 +4,7 @@ prerequisites, and the summary table plus its JSON copy. Python 3.11 stdlib only
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 import traceback
@@ -67,3 +68,13 @@ def report(rows: Rows, suite: str, json_path: Path) -> int:
     print(f"{suite}: {len(rows) - failed} passed, {failed} failed")
     json_path.write_text(json.dumps([{"check": n, "ok": ok, "detail": d} for n, ok, d in rows], indent=2))
     return 1 if failed else 0
+
+
+def suite_args(doc: str) -> argparse.Namespace:
+    """The arguments every gateway suite script takes from its .sh wrapper: --gateway-env (the
+    gateway start.sh started), --clawmcp-bin, --artifacts. `doc` is the script's docstring."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--gateway-env", required=True)
+    parser.add_argument("--clawmcp-bin", required=True)
+    parser.add_argument("--artifacts", required=True)
+    return parser.parse_args()

@@ -65,19 +65,20 @@ import secrets
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 import uuid
-import zlib
 from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from checks import Failed, expect, report, run_check, wait_for  # noqa: E402  (the script's own directory)
+from checks import Failed, expect, report, run_check, suite_args, wait_for  # noqa: E402  (the script's own directory)
 from harness import Gateway  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent / "lib"))
+from png_rows import png_rgb_pixels  # noqa: E402  (stdlib only, shared with e2e/lib/node_checks.py)
 
 OURS = "clawmcp-e2e-capture-node"
 WIDTH, HEIGHT = 640, 480
@@ -95,43 +96,6 @@ VIDEO_TOLERANCE = 10
 # Half the side of the square around the screen centre where Xvfb's pointer may be drawn.
 POINTER_BOX = 32
 WAIT_S = 60
-
-
-def png_rgb_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
-    """An 8-bit RGB PNG (what screen.snapshot sends) as rows of RGB bytes, the five row filters
-    undone (as e2e/lib/node_checks.py's, which needs the MCP SDK to import)."""
-    expect(data[:8] == b"\x89PNG\r\n\x1a\n", f"not a PNG: {data[:8]!r}")
-    at, idat, header = 8, b"", None
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at:at + 4])
-        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
-        at += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-    expect(header is not None, "PNG without IHDR")
-    width, height, depth, colour, _, _, interlace = header
-    expect((depth, colour, interlace) == (8, 2, 0), f"expected 8-bit RGB non-interlaced, got {header}")
-    raw, stride, rows, previous = zlib.decompress(idat), width * 3, [], bytearray(width * 3)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - 3] if x >= 3 else 0
-            up, up_left = previous[x], previous[x - 3] if x >= 3 else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 0xFF
-            elif kind == 2:
-                line[x] = (line[x] + up) & 0xFF
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - up_left
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
-                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else up_left)) & 0xFF
-        rows.append(bytes(line))
-        previous = line
-    return width, height, rows
 
 
 def ffmpeg_rgb(data: bytes, what: str, first_frame: bool = False) -> bytes:
@@ -575,11 +539,7 @@ class Suite:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gateway-env", required=True)
-    parser.add_argument("--clawmcp-bin", required=True)
-    parser.add_argument("--artifacts", required=True)
-    return Suite(parser.parse_args()).run()
+    return Suite(suite_args(__doc__)).run()
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ SECURITIES = ("deny", "allowlist", "full")
 ASKS = ("off", "on-miss", "always")
 
 
-from checks import Failed, expect, run_check, report  # noqa: E402  (the script's own directory)
+from checks import Failed, expect, report, run_check, suite_args  # noqa: E402  (the script's own directory)
 from checks import wait_for as _wait_for  # noqa: E402
 
 
@@ -959,11 +959,7 @@ class Suite:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gateway-env", required=True)
-    parser.add_argument("--clawmcp-bin", required=True)
-    parser.add_argument("--artifacts", required=True)
-    return Suite(parser.parse_args()).run()
+    return Suite(suite_args(__doc__)).run()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 from mcp.client.client import Client
 
+from png_rows import png_rgb_pixels  # stdlib only, shared with e2e/gateway/node_capture.py
+
 EXPECTATIONS = json.loads((Path(__file__).resolve().parent.parent / "node" / "expectations.json").read_text())
 # Bound for processes to appear or disappear: generous so a loaded CI machine cannot flake,
 # far below the sleep length so a leaked process is always caught.
@@ -137,46 +139,6 @@ async def cancel_long_system_run(client: Client) -> str:
         f"process tree survived cancellation: was {started}, still {pids_with_args(marker)}",
     )
     return marker
-
-
-def png_rgb_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
-    """Decodes an 8-bit RGB PNG (what screen.snapshot sends) to its rows of RGB bytes, with the
-    five PNG row filters undone, so a check can read real pixels with the stdlib alone."""
-    import struct
-    import zlib
-
-    expect(data[:8] == b"\x89PNG\r\n\x1a\n", f"not a PNG: {data[:8]!r}")
-    at, idat, header = 8, b"", None
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at:at + 4])
-        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
-        at += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-    expect(header is not None, "PNG without IHDR")
-    width, height, depth, colour, _, _, interlace = header
-    expect((depth, colour, interlace) == (8, 2, 0), f"expected 8-bit RGB non-interlaced, got {header}")
-    raw, stride, rows, previous = zlib.decompress(idat), width * 3, [], bytearray(width * 3)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - 3] if x >= 3 else 0
-            up, up_left = previous[x], previous[x - 3] if x >= 3 else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 0xFF
-            elif kind == 2:
-                line[x] = (line[x] + up) & 0xFF
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - up_left
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
-                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else up_left)) & 0xFF
-        rows.append(bytes(line))
-        previous = line
-    return width, height, rows
 
 
 async def screen_record(client: Client) -> None:

@@ -3,7 +3,8 @@
 //! Screenshot only when some backend implements Access), all on a private session bus and all
 //! as the desktop user (nobody when the tests run as root: sway refuses root). The portal's
 //! client must be that user too, so the capture runs in a child: this test binary re-run as
-//! that user, executing [`portal_client`] alone, which writes what it got to a file.
+//! that user, executing the real-portal test alone (which is then [`portal_client`]), which
+//! writes what it got to a file.
 //!
 //! The error paths need no desktop: a bus without a portal, and — only for the time-out and
 //! cancel tests — a stand-in that owns the portal's name, accepts the call and never answers,
@@ -120,6 +121,9 @@ use crate::test_support::STARTUP_DEADLINE;
 
 /// What the child is asked, and where it writes the answers.
 const CLIENT_REQUEST: &str = "CLAWMCP_TEST_PORTAL_CLIENT";
+/// The test the child runs: the real-portal test, which is the client when [`CLIENT_REQUEST`] is set.
+const REAL_PORTAL_TEST: &str =
+    "screen::portal::tests::a_real_portal_shoots_the_whole_wayland_desktop_and_its_file_is_removed";
 
 /// Runs `calls` (screen.snapshot arguments) through [`portal_client`] as the desktop user against
 /// `desktop`, and returns `{listed, answers: [...]}`.
@@ -133,7 +137,7 @@ fn as_desktop_user(desktop: &PortalDesktop, calls: Value) -> Value {
     }
     let exe = std::env::current_exe().unwrap();
     let output = desktop_command(exe.to_str().unwrap(), runtime)
-        .args(["screen::portal::tests::portal_client", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([REAL_PORTAL_TEST, "--exact", "--nocapture", "--test-threads=1"])
         .env(CLIENT_REQUEST, &request)
         // The session as a node started in it sees it: no DISPLAY (the environment is cleared).
         .env("WAYLAND_DISPLAY", &desktop.sway.socket)
@@ -150,13 +154,10 @@ fn as_desktop_user(desktop: &PortalDesktop, calls: Value) -> Value {
     serde_json::from_slice(&std::fs::read(&answers).unwrap()).unwrap()
 }
 
-/// The child's side (ignored unless run by [`as_desktop_user`]): the node's screen capability
-/// as the registry builds it, finding the session in its environment, called as an MCP client
-/// would.
-#[tokio::test]
-#[ignore = "run as the desktop user by the portal tests"]
-async fn portal_client() {
-    let Some(request) = std::env::var_os(CLIENT_REQUEST) else { return };
+/// The child's side (the real-portal test, re-run by [`as_desktop_user`] with [`CLIENT_REQUEST`]
+/// set): the node's screen capability as the registry builds it, finding the session in its
+/// environment, called as an MCP client would.
+async fn portal_client(request: std::ffi::OsString) {
     let request: Value = serde_json::from_slice(&std::fs::read(request).unwrap()).unwrap();
     let settings_dir = tempfile::tempdir().unwrap();
     let capability = ScreenCapability::new(live_settings(settings_dir.path(), true));
@@ -200,6 +201,9 @@ fn png_pixels(answer: &Value) -> Pixels {
 
 #[tokio::test]
 async fn a_real_portal_shoots_the_whole_wayland_desktop_and_its_file_is_removed() {
+    if let Some(request) = std::env::var_os(CLIENT_REQUEST) {
+        return portal_client(request).await;
+    }
     let desktop = portal_desktop().await;
     let got = as_desktop_user(
         &desktop,
