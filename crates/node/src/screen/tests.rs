@@ -155,6 +155,38 @@ fn shared_memory_where_the_server_has_it_and_the_core_request_where_not_see_the_
     }
 }
 
+#[test]
+fn captures_on_the_kept_session_see_every_change_and_a_restarted_server() {
+    let scene = scene();
+    let first = x11::capture(Some(&scene.display), 0, false).unwrap();
+    assert_eq!(at(&first.rgb, 640, 100, 50), scene.window);
+    // A window of a new colour over the old one: the reused segment holds the new pixels.
+    let newer = loop {
+        let colour = random_colour();
+        if colour != scene.window && colour != scene.background {
+            break colour;
+        }
+    };
+    let (conn, screen) = x11rb::connect(Some(&scene.display)).unwrap();
+    paint(&conn, conn.setup().roots[screen].root, (100, 50, 80, 60), newer);
+    let second = x11::capture(Some(&scene.display), 0, false).unwrap();
+    assert!(second.shared_memory);
+    assert_eq!(at(&second.rgb, 640, 100, 50), newer, "the repainted window, not the first capture's pixels");
+    assert_eq!(at(&second.rgb, 640, 5, 5), scene.background);
+    drop(conn);
+
+    // The server goes away and another, of another size, takes its display: the next capture
+    // finds the kept connection broken and captures the new server.
+    let Scene { _server: server, display, _dir: dir, .. } = scene;
+    drop(server);
+    let (restarted, _) = xvfb_with(dir.path(), "320x200x24", &[&display]);
+    let third = x11::capture(Some(&display), 0, false).unwrap();
+    assert_eq!((third.width, third.height), (320, 200), "the new server's screen");
+    drop(restarted);
+    let gone = x11::capture(Some(&display), 0, false).unwrap_err();
+    assert!(gone.contains("cannot open the X display"), "{gone}");
+}
+
 fn scene() -> Scene {
     scene_sized("640x480x24")
 }

@@ -7,11 +7,17 @@
 //! copies through the X socket and into a buffer; with MIT-SHM 1.2 the server writes them into a
 //! segment it created and passed us as a file descriptor, and we read them in place. A server
 //! that cannot (a remote display over ssh, an old server) gets the core request.
-#![allow(unsafe_code)] // One `mmap` of the segment the X server gives us (see `shm_pixels`).
+//!
+//! The node keeps its connection and its segment between captures (one [`Session`], released
+//! after [`IDLE_RELEASE`] without a capture): a one-shot screenshot process pays for connecting,
+//! for the server creating 8 MB of fresh shared memory and for faulting every page of it in on
+//! both sides, each time; a second capture on a kept session pays for the copy alone.
+#![allow(unsafe_code)] // One `mmap` of the segment the X server gives us (see `Segment::create`).
 
-use std::ops::Deref;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
-use x11rb::connection::Connection;
+use x11rb::connection::{Connection, RequestConnection as _};
 use x11rb::protocol::randr::ConnectionExt as _;
 use x11rb::protocol::shm::ConnectionExt as _;
 use x11rb::protocol::xfixes::ConnectionExt as _;
@@ -50,24 +56,167 @@ pub struct Captured {
 /// Why a capture failed, in words for the caller.
 pub type CaptureError = String;
 
+/// How long the node keeps its X connection and shared segment after the last capture: long
+/// enough for an agent's run of screenshots, short enough that an idle node holds neither.
+pub const IDLE_RELEASE: Duration = Duration::from_secs(30);
+
+/// The kept session, if any (one display at a time: the node captures the display it runs on).
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+/// A connection to one display and the MIT-SHM segment captures of it reuse.
+struct Session {
+    display: Option<String>,
+    conn: x11rb::rust_connection::RustConnection,
+    screen_number: usize,
+    /// `None` until the first capture that can use shared memory; stays `None` on a server
+    /// without MIT-SHM 1.2.
+    segment: Option<Segment>,
+    shm_usable: bool,
+    last_used: Instant,
+}
+
+/// A server-created shared segment, attached on the server and mapped read-only here.
+struct Segment {
+    id: u32,
+    map: memmap2::Mmap,
+}
+
 /// The monitors of `display`, then the pixels of monitor `index`, with the pointer if asked.
+/// Captures on the kept session; one that fails on it (the server restarted, the connection
+/// broke) is tried once more on a fresh connection before the error is the caller's.
 pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Result<Captured, CaptureError> {
-    let (conn, screen_number) = connect(display)?;
-    let root = conn.setup().roots[screen_number].root;
-    let (monitor, monitors) = pick(&conn, screen_number, index)?;
-    let (width, height) = (u32::from(monitor.width), u32::from(monitor.height));
-    let (depth, pixels, shared_memory) = match shm_pixels(&conn, root, &monitor) {
-        Some((depth, map)) => (depth, Pixels::Shared(map), true),
-        None => {
-            let failed = |error: &dyn std::fmt::Display| format!("Capture failed: {error}");
-            let image = conn
-                .get_image(ImageFormat::Z_PIXMAP, root, monitor.x, monitor.y, monitor.width, monitor.height, !0)
-                .map_err(|e| failed(&e))?
-                .reply()
-                .map_err(|e| failed(&e))?;
-            (image.depth, Pixels::Copied(image.data), false)
+    let mut kept = lock_session();
+    let reused = kept.as_ref().is_some_and(|session| session.display.as_deref() == display);
+    if !reused {
+        *kept = Some(Session::open(display)?);
+        release_when_idle();
+    }
+    let session = kept.as_mut().expect("a session was just opened");
+    match session.capture(index, include_pointer) {
+        Ok(captured) => Ok(captured),
+        Err(Failure::Request(_)) if reused => {
+            *kept = Some(Session::open(display)?);
+            kept.as_mut()
+                .expect("a session was just opened")
+                .capture(index, include_pointer)
+                .map_err(Failure::into_message)
         }
-    };
+        Err(error) => {
+            if matches!(error, Failure::Request(_)) {
+                *kept = None;
+            }
+            Err(error.into_message())
+        }
+    }
+}
+
+/// Why a capture on a session failed: a request on a broken connection (worth one retry on a
+/// fresh one), or an answer the caller must hear (no such monitor, an unsupported depth).
+enum Failure {
+    Request(String),
+    Refused(String),
+}
+
+impl Failure {
+    fn into_message(self) -> CaptureError {
+        match self {
+            Failure::Request(message) | Failure::Refused(message) => message,
+        }
+    }
+}
+
+fn lock_session() -> MutexGuard<'static, Option<Session>> {
+    // A capture that panicked left nothing half-written that the next one reads: the session
+    // is replaced or reused whole.
+    SESSION.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Drops the kept session once it has gone [`IDLE_RELEASE`] without a capture (one watcher
+/// thread per opened session; it ends with the session it watches).
+fn release_when_idle() {
+    let spawned = std::thread::Builder::new().name("x11-session-idle".into()).spawn(|| {
+        loop {
+            std::thread::sleep(IDLE_RELEASE / 3);
+            if release_if_idle(&mut lock_session(), Instant::now()) {
+                return;
+            }
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start the X session's idle watcher; the session is kept until the next capture");
+    }
+}
+
+/// Drops `kept` if it is idle at `now`; whether there is no session left to watch.
+fn release_if_idle(kept: &mut Option<Session>, now: Instant) -> bool {
+    match kept.as_ref() {
+        Some(session) if now.saturating_duration_since(session.last_used) < IDLE_RELEASE => false,
+        // Gone, or idle: released (a session opened later has a watcher of its own).
+        _ => {
+            *kept = None;
+            true
+        }
+    }
+}
+
+impl Session {
+    fn open(display: Option<&str>) -> Result<Session, CaptureError> {
+        let (conn, screen_number) = connect(display)?;
+        let shm_usable = conn.extension_information(x11rb::protocol::shm::X11_EXTENSION_NAME).ok().flatten().is_some()
+            && conn
+                .shm_query_version()
+                .ok()
+                .and_then(|cookie| cookie.reply().ok())
+                .is_some_and(|v| (v.major_version, v.minor_version) >= (1, 2));
+        Ok(Session {
+            display: display.map(str::to_owned),
+            conn,
+            screen_number,
+            segment: None,
+            shm_usable,
+            last_used: Instant::now(),
+        })
+    }
+
+    fn capture(&mut self, index: usize, include_pointer: bool) -> Result<Captured, Failure> {
+        self.last_used = Instant::now();
+        let conn = &self.conn;
+        let root = conn.setup().roots[self.screen_number].root;
+        let (monitor, monitors) = pick(conn, self.screen_number, index).map_err(Failure::Refused)?;
+        let (width, height) = (u32::from(monitor.width), u32::from(monitor.height));
+        let expected = (width * height * 4) as usize;
+        let failed = |error: &dyn std::fmt::Display| Failure::Request(format!("Capture failed: {error}"));
+        let shared = match self.shm_usable {
+            true => shm_capture(conn, &mut self.segment, root, &monitor),
+            false => None,
+        };
+        let copied;
+        let (depth, pixels, shared_memory): (u8, &[u8], bool) = match shared {
+            Some(depth) => (depth, &self.segment.as_ref().expect("shm_capture keeps its segment").map, true),
+            None => {
+                self.shm_usable = false;
+                let image = conn
+                    .get_image(ImageFormat::Z_PIXMAP, root, monitor.x, monitor.y, monitor.width, monitor.height, !0)
+                    .map_err(|e| failed(&e))?
+                    .reply()
+                    .map_err(|e| failed(&e))?;
+                copied = image.data;
+                (image.depth, &copied, false)
+            }
+        };
+        let rgb = to_rgb(conn, depth, pixels, expected).map_err(Failure::Refused)?;
+        let mut rgb = rgb;
+        if include_pointer {
+            draw_pointer(conn, &monitor, &mut rgb, width, height);
+        }
+        let scale_factor = xft_dpi(conn, root).map_or(1.0, |dpi| dpi / 96.0);
+        Ok(Captured { rgb, width, height, monitors, index, scale_factor, shared_memory })
+    }
+}
+
+/// RGB8 from the first `expected` bytes of a Z-pixmap of `depth`, or why that depth is not one
+/// we read.
+fn to_rgb(conn: &impl Connection, depth: u8, pixels: &[u8], expected: usize) -> Result<Vec<u8>, CaptureError> {
     let bits_per_pixel = conn
         .setup()
         .pixmap_formats
@@ -81,12 +230,11 @@ pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Re
              colour is supported"
         ));
     }
-    let expected = (width * height * 4) as usize;
     if pixels.len() < expected {
-        return Err(format!("Capture failed: the server sent {} bytes for {width}x{height}", pixels.len()));
+        return Err(format!("Capture failed: the server sent {} bytes where {expected} were due", pixels.len()));
     }
     let lsb_first = conn.setup().image_byte_order == ImageOrder::LSB_FIRST;
-    let mut rgb = vec![0u8; (width * height * 3) as usize];
+    let mut rgb = vec![0u8; expected / 4 * 3];
     // One 32-bit word per pixel, 0x00RRGGBB in the server's byte order (read as a word rather
     // than byte by byte: the loop then vectorises, about 3x faster on a 1080p screen).
     let word = if lsb_first { u32::from_le_bytes } else { u32::from_be_bytes };
@@ -94,12 +242,7 @@ pub fn capture(display: Option<&str>, index: usize, include_pointer: bool) -> Re
         let value = word([pixel[0], pixel[1], pixel[2], pixel[3]]);
         out.copy_from_slice(&[(value >> 16) as u8, (value >> 8) as u8, value as u8]);
     }
-    drop(pixels);
-    if include_pointer {
-        draw_pointer(&conn, &monitor, &mut rgb, width, height);
-    }
-    let scale_factor = xft_dpi(&conn, root).map_or(1.0, |dpi| dpi / 96.0);
-    Ok(Captured { rgb, width, height, monitors, index, scale_factor, shared_memory })
+    Ok(rgb)
 }
 
 /// Monitor `index` of `display` and all its monitors, without capturing: what `screen.record`
@@ -132,36 +275,17 @@ fn pick(conn: &impl Connection, screen_number: usize, index: usize) -> Result<(M
     }
 }
 
-/// A capture's raw Z-pixmap bytes: mapped from the server's segment, or read off the socket.
-enum Pixels {
-    Shared(memmap2::Mmap),
-    Copied(Vec<u8>),
-}
-
-impl Deref for Pixels {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Pixels::Shared(map) => map,
-            Pixels::Copied(data) => data,
-        }
-    }
-}
-
-/// `monitor`'s pixels through a fresh MIT-SHM 1.2 segment (the server allocates it and passes
-/// its descriptor), or `None` when the server cannot (then the core request serves).
-fn shm_pixels(conn: &impl Connection, root: u32, monitor: &Monitor) -> Option<(u8, memmap2::Mmap)> {
-    conn.extension_information(x11rb::protocol::shm::X11_EXTENSION_NAME).ok()??;
-    let version = conn.shm_query_version().ok()?.reply().ok()?;
-    if (version.major_version, version.minor_version) < (1, 2) {
-        return None;
-    }
+/// `monitor`'s pixels into the kept segment (created, or re-created at a new size, when it does
+/// not fit), and their depth; `None` when the server cannot (then the core request serves).
+fn shm_capture(conn: &impl Connection, kept: &mut Option<Segment>, root: u32, monitor: &Monitor) -> Option<u8> {
     let size = u32::from(monitor.width).checked_mul(u32::from(monitor.height))?.checked_mul(4)?;
-    let segment = conn.generate_id().ok()?;
-    let created = conn.shm_create_segment(segment, size, false).ok()?.reply().ok()?;
-    let file = std::fs::File::from(created.shm_fd);
-    // From here on the server holds the segment: detach it on every path.
+    if kept.as_ref().is_none_or(|segment| segment.map.len() != size as usize) {
+        if let Some(old) = kept.take() {
+            let _ = conn.shm_detach(old.id).map(|cookie| cookie.ignore_error());
+        }
+        *kept = Some(Segment::create(conn, size)?);
+    }
+    let segment = kept.as_ref()?;
     let image = conn
         .shm_get_image(
             root,
@@ -171,18 +295,44 @@ fn shm_pixels(conn: &impl Connection, root: u32, monitor: &Monitor) -> Option<(u
             monitor.height,
             !0,
             ImageFormat::Z_PIXMAP.into(),
-            segment,
+            segment.id,
             0,
         )
         .ok()
         .and_then(|cookie| cookie.reply().ok());
-    let _ = conn.shm_detach(segment).map(|cookie| cookie.ignore_error());
-    let image = image?;
-    // SAFETY: the mapping is read-only and private to this capture. The segment is a memfd the
-    // server created for this one request and has finished writing (its reply arrived); it is
-    // detached, so nothing writes to it while we read, and nobody else holds it.
-    let map = unsafe { memmap2::MmapOptions::new().len(size as usize).map(&file) }.ok()?;
-    (image.size as usize <= map.len()).then_some((image.depth, map))
+    match image {
+        Some(image) if image.size as usize <= segment.map.len() => Some(image.depth),
+        _ => {
+            // A segment the server no longer takes is no use to the next capture either.
+            if let Some(old) = kept.take() {
+                let _ = conn.shm_detach(old.id).map(|cookie| cookie.ignore_error());
+            }
+            None
+        }
+    }
+}
+
+impl Segment {
+    /// A fresh MIT-SHM 1.2 segment of `size` bytes (the server allocates it and passes its
+    /// descriptor), mapped read-only.
+    fn create(conn: &impl Connection, size: u32) -> Option<Segment> {
+        let id = conn.generate_id().ok()?;
+        let created = conn.shm_create_segment(id, size, false).ok()?.reply().ok()?;
+        let file = std::fs::File::from(created.shm_fd);
+        // SAFETY: the mapping is read-only and private to the node's one kept session, whose
+        // mutex serialises every use. The server writes into the segment only while it answers
+        // a `ShmGetImage` of ours, and we read it only after that reply arrived and before the
+        // next request, under the same lock; nobody else holds the segment (the server created
+        // it for this connection).
+        let mapped = unsafe { memmap2::MmapOptions::new().len(size as usize).map(&file) };
+        match mapped {
+            Ok(map) => Some(Segment { id, map }),
+            Err(_) => {
+                let _ = conn.shm_detach(id).map(|cookie| cookie.ignore_error());
+                None
+            }
+        }
+    }
 }
 
 /// The `Xft.dpi` resource of the root window's `RESOURCE_MANAGER` (what `xrdb` sets and GTK and
@@ -262,5 +412,24 @@ fn draw_pointer(conn: &impl Connection, monitor: &Monitor, rgb: &mut [u8], width
                 rgb[at + channel] = (source + below * (255 - alpha) / 255).min(255) as u8;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::xvfb;
+
+    #[test]
+    fn a_kept_session_is_released_once_idle_for_the_whole_bound_and_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_server, display) = xvfb(dir.path());
+        let mut kept = Some(Session::open(Some(&display)).unwrap());
+        let used = kept.as_ref().unwrap().last_used;
+        assert!(!release_if_idle(&mut kept, used + IDLE_RELEASE - Duration::from_millis(1)));
+        assert!(kept.is_some(), "just under the bound: kept");
+        assert!(release_if_idle(&mut kept, used + IDLE_RELEASE));
+        assert!(kept.is_none(), "at the bound: released");
+        assert!(release_if_idle(&mut kept, used), "nothing left to watch");
     }
 }
