@@ -22,6 +22,7 @@ use crate::camera::CameraCapability;
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
 use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
+use crate::files::FilesCapability;
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
 use crate::system::SystemCapability;
@@ -45,7 +46,8 @@ impl Registry {
         registry.register(&DeviceCapability::new());
         registry.register(&ScreenCapability::new(settings.clone()));
         registry.register(&CameraCapability::new(settings.clone()));
-        registry.register(&ClipboardCapability::new(settings));
+        registry.register(&ClipboardCapability::new(settings.clone()));
+        registry.register(&FilesCapability::new(settings));
         registry
     }
 
