@@ -663,6 +663,6 @@ fn the_roots_come_from_settings_live_and_default_to_home() {
     assert_eq!(code, "PATH_POLICY_DENIED");
     assert!(payload["message"].as_str().unwrap().contains("NodeFileRoots"), "{payload}");
     fs::write(&path, json!({"NodeFileRoots": [p(&served)]}).to_string()).unwrap();
-    assert_eq!(policy.roots(), [served.clone()]);
+    assert_eq!(policy.roots(), std::slice::from_ref(&served));
     assert_eq!(root.call("file.stat", json!({"path": p(&served.join("f"))}))["ok"], true, "applies at once");
 }
