@@ -275,7 +275,8 @@ pub enum SettingsAction {
     Show,
     /// Set one setting; a running node applies it to its next call. Switches take true or
     /// false; the sandbox's limits a number or `none` (no limit); WritablePaths a
-    /// colon-separated list of absolute paths (empty for none).
+    /// colon-separated list of absolute paths (empty for none); NodeFileRoots too (empty for the
+    /// home directory).
     Set { key: SettingKey, value: String },
 }
 
@@ -294,6 +295,9 @@ pub enum SettingKey {
     NodeCameraEnabled,
     /// Serve clipboard.read (off by default: the clipboard may hold passwords).
     NodeClipboardReadEnabled,
+    /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
+    /// home directory, the default).
+    NodeFileRoots,
     /// Contain every system.run (Landlock, namespaces, resource limits).
     #[value(name = "SystemRunSandbox.Enabled")]
     SandboxEnabled,

@@ -3,8 +3,8 @@
 //!
 //! - [`create_private_dir`]: new directories are 0700; an existing one must be ours and writable
 //!   by nobody else (`state`: the trust rules for every state dir and file, [`read_state_file`]).
-//! - [`write_private_atomic`]: temp file in the same directory (0600, `O_EXCL`), fsync, rename
-//!   over the target, fsync the directory. Readers see the old or the new file, never a torn one,
+//! - [`write_private_atomic`] / [`write_atomic`]: temp file in the same directory (0600 or the
+//!   mode asked, `O_EXCL`), fsync, rename over the target, fsync the directory. Readers see the old or the new file, never a torn one,
 //!   and a crash cannot lose the rename.
 //! - [`open_regular`] / [`read_bounded`]: opening without blocking on a FIFO, refusing what is
 //!   not a regular file on the opened descriptor, and reads bounded by bytes read (`open`).
@@ -89,8 +89,22 @@ pub fn pid_is_alive(pid: i32) -> bool {
 
 /// Writes `contents` to `path` atomically with mode 0600.
 pub fn write_private_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_atomic(path, contents, 0o600, || Ok(())).map(|_| ())
+}
+
+/// Writes `contents` to `path` atomically: a temp file in the same directory (`mode`, `O_EXCL`),
+/// fsync, `before_rename` (a last check of what is about to be replaced; its error aborts), rename
+/// over the target, fsync the directory. On any failure the temp file is removed and the target is
+/// as it was. Returns the new file's `fstat` (its identity: the rename keeps the inode).
+pub fn write_atomic(
+    path: &Path,
+    contents: &[u8],
+    mode: u32,
+    before_rename: impl FnOnce() -> io::Result<()>,
+) -> io::Result<fs::Metadata> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    // At most 64 characters of the name: a 255-byte name plus the suffix would pass NAME_MAX.
+    let name: String = path.file_name().and_then(|n| n.to_str()).unwrap_or("file").chars().take(64).collect();
     let mut suffix = [0u8; 8];
     getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
     let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
@@ -100,19 +114,33 @@ pub fn write_private_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         let mut options = fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+        #[cfg(not(unix))]
+        let _ = mode;
         let mut file = options.open(&tmp)?;
+        #[cfg(unix)]
+        {
+            // The umask may have narrowed `mode` at creation; an overwritten file keeps its mode.
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
         file.write_all(contents)?;
         file.sync_all()?;
-        fs::rename(&tmp, path)
+        let meta = file.metadata()?;
+        before_rename()?;
+        fs::rename(&tmp, path)?;
+        Ok(meta)
     })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return written;
-    }
+    let meta = match written {
+        Ok(meta) => meta,
+        Err(error) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(error);
+        }
+    };
     #[cfg(unix)]
     fs::File::open(dir)?.sync_all()?;
-    Ok(())
+    Ok(meta)
 }
 
 /// Warns (once per call) when `path` grants group or others any access; `fix` is the command to
@@ -223,6 +251,20 @@ mod tests {
         assert!(!dir.join(dead).exists(), "a dead writer's temp file is removed");
         assert!(dir.join(&live).exists() && dir.join(unrelated).exists());
         assert_eq!(temp_file_writer(".a.b.42-0123456789abcdef.tmp"), Some(42));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_atomic_write_takes_the_mode_asked_and_a_failed_last_check_changes_nothing() {
+        use std::os::unix::fs::MetadataExt;
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("f");
+        let meta = write_atomic(&file, b"one", 0o644, || Ok(())).unwrap();
+        assert_eq!((mode(&file), meta.ino()), (0o644, fs::metadata(&file).unwrap().ino()));
+        let refused = write_atomic(&file, b"two", 0o600, || Err(io::Error::other("target changed")));
+        assert_eq!(refused.unwrap_err().to_string(), "target changed");
+        assert_eq!(fs::read(&file).unwrap(), b"one");
+        assert_eq!(fs::read_dir(root.path()).unwrap().count(), 1, "no temp file is left");
     }
 
     #[test]

@@ -32,6 +32,11 @@ pub struct ToolOutput {
     /// Node events (`node.event {event, payloadJSON}`) the gateway transport sends before the
     /// result, as the real node host does (`system.run` -> `exec.finished`). MCP ignores them.
     pub gateway_events: Vec<NodeEvent>,
+    /// A failure the gateway protocol reports in-band: the real node host answers some commands'
+    /// failures (`file.*`: `{ok:false, code, message}`) as a successful invoke whose payload says
+    /// so, and a gateway agent reads them there. Over MCP the answer is then an `isError` result
+    /// with this text, so a model cannot mistake it for data; the gateway still gets the payload.
+    pub mcp_error: Option<String>,
 }
 
 /// One node event for the gateway: its name and payload.
@@ -69,6 +74,12 @@ impl ToolOutput {
     pub fn with_gateway_event(mut self, event: &'static str, payload: Value) -> Self {
         self.gateway_events.push(NodeEvent { event, payload });
         self
+    }
+
+    /// A failure answered in-band (see [`ToolOutput::mcp_error`]): `payload` for the gateway,
+    /// an `isError` result saying `message` over MCP.
+    pub fn in_band_failure(message: impl Into<String>, payload: Value) -> Self {
+        ToolOutput { payload: Some(payload), mcp_error: Some(message.into()), ..ToolOutput::default() }
     }
 
     /// The gateway's `payloadJSON`: its own payload, else the JSON answer, else `null`.
@@ -142,6 +153,7 @@ pub type ToolOutcome = Result<ToolOutput, ToolFailure>;
 /// declares an output schema (the revision filter drops it for clients before 2025-06-18).
 pub fn render(outcome: ToolOutcome, structured: bool) -> ToolResult {
     match outcome {
+        Ok(ToolOutput { mcp_error: Some(message), .. }) => ToolResult::error(message),
         Ok(ToolOutput { payload, blocks, .. }) => {
             let mut content = Vec::with_capacity(blocks.len() + 1);
             if let Some(payload) = &payload {
@@ -499,5 +511,15 @@ mod tests {
         let rendered = render(Err(failure), true);
         assert_eq!((rendered.is_error, rendered.first_text()), (true, Some("not allowed")));
         assert_eq!(render(Err("".into()), false).first_text(), Some("tool execution failed"));
+    }
+
+    #[test]
+    fn an_in_band_failure_is_an_error_over_mcp_and_a_payload_for_the_gateway() {
+        let payload = json!({"ok": false, "code": "NOT_FOUND", "message": "file not found"});
+        let output = ToolOutput::in_band_failure("NOT_FOUND: file not found", payload.clone());
+        assert_eq!(output.gateway_payload(), &payload);
+        let rendered = render(Ok(output), true);
+        assert_eq!((rendered.is_error, rendered.first_text()), (true, Some("NOT_FOUND: file not found")));
+        assert_eq!(rendered.structured_content, None);
     }
 }

@@ -12,6 +12,8 @@
 //! - [`screen`]: `screen.snapshot` and `screen.record` (X11; recording through ffmpeg).
 //! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
 //! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
+//! - [`files`]: `file.stat`, `file.fetch`, `file.write`, `dir.list`, `dir.fetch`, `fs.listDir`
+//!   (the real node host's file commands, inside the owner's `NodeFileRoots`).
 
 pub mod approvals;
 pub mod availability;
@@ -20,6 +22,7 @@ pub mod capability;
 pub mod clipboard;
 mod command_text;
 pub mod device;
+pub mod files;
 mod imaging;
 mod mp4;
 pub mod registry;

@@ -22,6 +22,7 @@ use crate::camera::CameraCapability;
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
 use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
+use crate::files::{FilePolicy, FilesCapability};
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
 use crate::system::SystemCapability;
@@ -30,6 +31,8 @@ use crate::system::SystemCapability;
 #[derive(Default)]
 pub struct Registry {
     commands: ToolSet<InvokeRequest>,
+    /// The file commands' roots, for status reports (set by [`Registry::builtin`]).
+    file_policy: Option<FilePolicy>,
 }
 
 impl Registry {
@@ -40,13 +43,22 @@ impl Registry {
     /// Every capability `clawmcp node` serves, in the published order (`system.*`, then
     /// `device.*`). A new capability is registered here and nowhere else.
     pub fn builtin(settings: Arc<LiveSettings>, approvals: Arc<ExecApprovals>) -> Self {
-        let registry = Registry::new();
+        let mut registry = Registry::new();
         registry.register(&SystemCapability::new(settings.clone(), approvals));
         registry.register(&DeviceCapability::new());
         registry.register(&ScreenCapability::new(settings.clone()));
         registry.register(&CameraCapability::new(settings.clone()));
-        registry.register(&ClipboardCapability::new(settings));
+        registry.register(&ClipboardCapability::new(settings.clone()));
+        let file_policy = FilePolicy::new(settings);
+        registry.register(&FilesCapability::with_policy(file_policy.clone()));
+        registry.file_policy = Some(file_policy);
         registry
+    }
+
+    /// The roots the file commands serve right now (`NodeFileRoots`, default home), for
+    /// `clawmcp node status` and `clawmcp doctor`; `None` when they are not registered.
+    pub fn file_roots(&self) -> Option<Vec<std::path::PathBuf>> {
+        self.file_policy.as_ref().map(FilePolicy::roots)
     }
 
     /// Adds a capability's commands; they are visible to the next `tools/list` on every

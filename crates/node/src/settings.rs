@@ -123,6 +123,11 @@ pub struct Settings {
     /// needs no switch. No upstream node has a clipboard, so the name is clawmcp's own.
     #[serde(default)]
     pub node_clipboard_read_enabled: bool,
+    /// The directories `file.*`, `dir.*` and `fs.listDir` may read and write (absolute paths,
+    /// symlinks resolved when used). Absent: the user's home directory. `/proc`, `/sys` and `/dev`
+    /// are never served, whatever this says (`crate::files::policy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_file_roots: Option<Vec<PathBuf>>,
     /// The optional Linux containment of `system.run` (off by default).
     #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
     pub system_run_sandbox: SandboxSettings,
@@ -165,6 +170,7 @@ impl Default for Settings {
             node_screen_enabled: false,
             node_camera_enabled: false,
             node_clipboard_read_enabled: false,
+            node_file_roots: None,
             system_run_sandbox: SandboxSettings::default(),
             gateway_url: None,
             gateway_token_file: None,
@@ -260,6 +266,8 @@ impl Settings {
             Some("NodeCameraEnabled")
         } else if turned_on(self.node_clipboard_read_enabled, after.node_clipboard_read_enabled) {
             Some("NodeClipboardReadEnabled")
+        } else if file_roots_widen(self.node_file_roots.as_deref(), after.node_file_roots.as_deref()) {
+            Some("NodeFileRoots")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
             Some("EnableNodeMode")
         } else if turned_on(self.enable_mcp_server, after.enable_mcp_server) {
@@ -285,6 +293,24 @@ impl Settings {
         } else {
             None
         }
+    }
+}
+
+/// Whether the file roots `after` reach a path the roots `before` do not: a root added that is not
+/// inside one of `before`'s (lexically; `None` is the home directory). Removing or narrowing a
+/// root tightens.
+fn file_roots_widen(before: Option<&[PathBuf]>, after: Option<&[PathBuf]>) -> bool {
+    let home = || dirs::home_dir().into_iter().collect::<Vec<_>>();
+    let before = before.map_or_else(home, <[PathBuf]>::to_vec);
+    let after = after.map_or_else(home, <[PathBuf]>::to_vec);
+    after.iter().any(|root| !before.iter().any(|old| root.starts_with(old)))
+}
+
+/// Refuses `NodeFileRoots` entries that could not mean what they say (what, why, what to do).
+pub fn validate_file_roots(roots: &[PathBuf]) -> Result<(), String> {
+    match roots.iter().find(|root| !root.is_absolute()) {
+        Some(root) => Err(format!("NodeFileRoots: `{}` is relative; list absolute paths", root.display())),
+        None => Ok(()),
     }
 }
 
@@ -347,6 +373,9 @@ impl Settings {
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
         let mut settings: Settings = serde_json::from_str(text)?;
         settings.system_run_sandbox.validate().map_err(<serde_json::Error as serde::de::Error>::custom)?;
+        if let Some(roots) = &settings.node_file_roots {
+            validate_file_roots(roots).map_err(<serde_json::Error as serde::de::Error>::custom)?;
+        }
         if settings.mcp_only_mode.take() == Some(true) {
             settings.enable_mcp_server = true;
             settings.enable_node_mode = false;
@@ -587,13 +616,31 @@ mod widening_tests {
         let mut limited = unlimited.clone();
         limited.system_run_sandbox.memory_mib = Some(64);
         assert_eq!(unlimited.widening_in(&limited), None, "a limit where there was none tightens");
+        let mut roots = before.clone();
+        roots.node_file_roots = Some(vec!["/srv/a".into(), "/srv/b".into()]);
+        let mut narrower = roots.clone();
+        narrower.node_file_roots = Some(vec!["/srv/a/inner".into()]);
+        assert_eq!(roots.widening_in(&narrower), None, "a root inside an old one, one removed: tighter");
+    }
+
+    #[test]
+    fn file_roots_must_be_absolute() {
+        assert!(Settings::from_json(r#"{"NodeFileRoots":["/srv","/home/me"]}"#).is_ok());
+        let error = Settings::from_json(r#"{"NodeFileRoots":["srv"]}"#).unwrap_err().to_string();
+        assert!(error.contains("NodeFileRoots: `srv` is relative"), "{error}");
     }
 
     #[test]
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 14] = [
+        let cases: [(&str, Change, Change); 16] = [
+            ("NodeFileRoots", |_| {}, |s| s.node_file_roots = Some(vec!["/".into()])),
+            (
+                "NodeFileRoots",
+                |s| s.node_file_roots = Some(vec!["/srv/a".into()]),
+                |s| s.node_file_roots = Some(vec!["/srv/a".into(), "/srv/b".into()]),
+            ),
             ("NodeScreenEnabled", |_| {}, |s| s.node_screen_enabled = true),
             ("NodeCameraEnabled", |_| {}, |s| s.node_camera_enabled = true),
             ("NodeClipboardReadEnabled", |_| {}, |s| s.node_clipboard_read_enabled = true),

@@ -83,7 +83,12 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "camera.list"
         | "camera.snap"
         | "camera.clip"
-        | "clipboard.read" => (true, false, true, false),
+        | "clipboard.read"
+        | "file.stat"
+        | "file.fetch"
+        | "dir.list"
+        | "dir.fetch"
+        | "fs.listDir" => (true, false, true, false),
         // Replaces what the user had copied (gone), locally; the same write twice leaves the same clipboard.
         "clipboard.write" => (false, true, true, false),
         // Shows a notification: a change, but nothing is lost; each call shows another one.
@@ -92,6 +97,9 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         "system.run" => (false, true, false, true),
         // Replaces the policy file (the old contents are gone), on this machine only.
         "system.execApprovals.set" => (false, true, false, false),
+        // Replaces a file with overwrite (the old contents are gone), on this machine only; a
+        // second identical call without overwrite is refused, so not idempotent.
+        "file.write" => (false, true, false, false),
         _ => return None,
     })
 }

@@ -55,6 +55,9 @@ struct StatusFile {
 pub struct ToolsStatus {
     pub served: Vec<String>,
     pub unavailable: Vec<Unavailable>,
+    /// The roots `file.*`, `dir.*` and `fs.listDir` serve (`NodeFileRoots`, default home).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_roots: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +75,9 @@ impl ToolsStatus {
                 .into_iter()
                 .map(|(command, reason)| Unavailable { command, reason })
                 .collect(),
+            file_roots: registry
+                .file_roots()
+                .map(|roots| roots.iter().map(|root| root.display().to_string()).collect()),
         }
     }
 }
@@ -353,6 +359,12 @@ pub fn describe_tools(tools: &ToolsStatus, running: bool) -> Vec<String> {
     )];
     for Unavailable { command, reason } in &tools.unavailable {
         lines.push(format!("  not served: {command}: {reason}"));
+    }
+    if let Some(roots) = &tools.file_roots {
+        lines.push(format!(
+            "  file roots (file.*, dir.*, fs.listDir): {} (`clawmcp settings set NodeFileRoots DIR:DIR` changes them)",
+            if roots.is_empty() { "none".to_owned() } else { roots.join(", ") }
+        ));
     }
     lines
 }

@@ -46,10 +46,15 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
         SettingKey::NodeScreenEnabled => settings.node_screen_enabled = switch(value)?,
         SettingKey::NodeCameraEnabled => settings.node_camera_enabled = switch(value)?,
         SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled = switch(value)?,
+        SettingKey::NodeFileRoots => {
+            let roots: Vec<PathBuf> = paths(value);
+            clawmcp_node::settings::validate_file_roots(&roots)?;
+            settings.node_file_roots = (!roots.is_empty()).then_some(roots);
+        }
         SettingKey::SandboxEnabled => sandbox.enabled = switch(value)?,
         SettingKey::SandboxNetwork => sandbox.network = switch(value)?,
         SettingKey::SandboxWritablePaths => {
-            sandbox.writable_paths = value.split(':').filter(|part| !part.is_empty()).map(PathBuf::from).collect();
+            sandbox.writable_paths = paths(value);
         }
         SettingKey::SandboxMemoryMib => sandbox.memory_mib = limit(value)?,
         SettingKey::SandboxMaxProcesses => sandbox.max_processes = limit(value)?,
@@ -68,6 +73,11 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::NodeScreenEnabled => settings.node_screen_enabled.into(),
         SettingKey::NodeCameraEnabled => settings.node_camera_enabled.into(),
         SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled.into(),
+        SettingKey::NodeFileRoots => settings
+            .node_file_roots
+            .as_ref()
+            .map(|roots| roots.iter().map(|path| path.display().to_string()).collect::<Vec<_>>())
+            .into(),
         SettingKey::SandboxEnabled => sandbox.enabled.into(),
         SettingKey::SandboxNetwork => sandbox.network.into(),
         SettingKey::SandboxWritablePaths => {
@@ -77,6 +87,11 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::SandboxMaxProcesses => sandbox.max_processes.into(),
         SettingKey::SandboxCpuSeconds => sandbox.cpu_seconds.into(),
     }
+}
+
+/// A colon-separated list of paths; empty parts are skipped.
+fn paths(value: &str) -> Vec<PathBuf> {
+    value.split(':').filter(|part| !part.is_empty()).map(PathBuf::from).collect()
 }
 
 fn switch(value: &str) -> Result<bool, String> {

@@ -293,4 +293,28 @@ fn status_names_what_is_served_and_why_the_rest_is_not_and_follows_the_switches(
         || node.stderr(),
     );
     assert!(missing.contains("no X display: DISPLAY is unset") && missing.contains("apt install xvfb"), "{missing}");
+
+    // The file commands' roots: one (the home directory) by default, then what the owner sets.
+    assert_eq!(first["tools"]["fileRoots"].as_array().map(Vec::len), Some(1), "{first}");
+    sandbox
+        .clawmcp(["settings", "--data-dir"])
+        .arg(sandbox.data())
+        .args(["set", "NodeFileRoots", "/srv/a:/srv/b"])
+        .assert()
+        .success();
+    crate::support::wait_for(
+        std::time::Duration::from_secs(20),
+        "the status to follow NodeFileRoots",
+        || {
+            Some(status(&sandbox))
+                .filter(|status| status["tools"]["fileRoots"] == serde_json::json!(["/srv/a", "/srv/b"]))
+        },
+        || node.stderr(),
+    );
+    sandbox
+        .clawmcp(["node", "status", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .success()
+        .stdout(contains("file roots (file.*, dir.*, fs.listDir): /srv/a, /srv/b"));
 }

@@ -136,6 +136,20 @@ fn the_sandbox_is_set_key_by_key_and_impossible_values_are_usage_errors() {
 }
 
 #[test]
+fn file_roots_are_absolute_paths_and_empty_is_the_home_default() {
+    let sandbox = Sandbox::new();
+    let set = |value: &str| {
+        sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).args(["set", "NodeFileRoots", value]).assert()
+    };
+    set("/srv/a:/home/me/projects").success();
+    assert_eq!(settings_file(&sandbox)["NodeFileRoots"], json!(["/srv/a", "/home/me/projects"]));
+    set("srv/relative").code(2).stderr(contains("NodeFileRoots: `srv/relative` is relative"));
+    assert_eq!(settings_file(&sandbox)["NodeFileRoots"], json!(["/srv/a", "/home/me/projects"]), "refused: unchanged");
+    set("").success();
+    assert!(settings_file(&sandbox).get("NodeFileRoots").is_none(), "empty: back to the default (home)");
+}
+
+#[test]
 fn doctor_reports_the_sandbox_section_and_exits_0() {
     let sandbox = Sandbox::new();
     let doctor = || sandbox.clawmcp(["doctor", "--data-dir"]).arg(sandbox.data()).assert().success();
