@@ -158,9 +158,8 @@ impl ExecApprovals {
         let desired: ApprovalsFile = serde_json::from_value(Value::Object(raw.clone()))
             .map_err(|e| invalid(format!("Invalid exec approvals file: {e}")))?;
 
-        let saved = self
-            .compare_and_swap(base_hash, desired, |current, desired| remote::validate_update(current, desired))
-            .map_err(|refusal| match refusal {
+        let saved =
+            self.compare_and_swap(base_hash, desired, remote::validate_update).map_err(|refusal| match refusal {
                 SwapRefusal::Stale => {
                     tracing::warn!("execApprovals.set refused: stale baseHash");
                     invalid(STALE)
