@@ -101,8 +101,24 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let runtime = client_runtime()?;
     let context =
         Context { data, explicit_data_dir: args.endpoint.data_dir.data_dir.is_some(), endpoint: args.endpoint };
-    let mut findings = vec![data_dir_finding(&context), token_file_finding(&context)];
-    findings.extend(runtime.block_on(node_findings(&context)));
+    let mut findings = vec![data_dir_finding(&context)];
+    let token = token_file_finding(&context);
+    // Reading an exposed token (as any client does) would make it private: the finding must
+    // show the file as it was found, and the doctor changes nothing, so the node is not asked.
+    let token_unsafe = token.level == Level::Fail && context.endpoint.token.is_none();
+    let token_fix = token.fix.clone();
+    findings.push(token);
+    if token_unsafe {
+        findings.push(
+            Finding::warn(
+                "node: not checked",
+                "the token file is unusable (see above), and reading it would change it",
+            )
+            .fix(token_fix.unwrap_or_else(|| "fix the token file first".into())),
+        );
+    } else {
+        findings.extend(runtime.block_on(node_findings(&context)));
+    }
     findings.push(exec_policy_finding(&context.data));
     findings.extend(node_tools_findings(&context.data));
     findings.push(sandbox_finding(&context.data));
@@ -489,11 +505,14 @@ async fn node_mode_findings(context: &Context, settings: &Settings) -> Vec<Findi
             findings.push(Finding::ok(what, format!("the running node (pid {}) is connected", status.pid)));
         }
         Some(status) => {
-            let why = text(&status.gateway, "lastError").unwrap_or_else(|| "not connected yet".into());
-            let finding = Finding::fail(what, format!("the running node (pid {}) is not connected: {why}", status.pid));
-            findings.push(match text(&status.gateway, "hint") {
-                Some(hint) => finding.fix(hint),
-                None => finding,
+            let watch = format!("clawmcp node status{}", context.data_dir_flag());
+            findings.push(match text(&status.gateway, "lastError") {
+                None => Finding::warn(what, format!("the running node (pid {}) is still connecting", status.pid))
+                    .fix(format!("wait a moment, then `{watch}`")),
+                Some(error) => {
+                    Finding::fail(what, format!("the running node (pid {}) is not connected: {error}", status.pid))
+                        .fix(text(&status.gateway, "hint").unwrap_or(watch))
+                }
             });
         }
         None if target.credentials.is_empty() => {

@@ -136,9 +136,11 @@ fn the_sandbox_is_set_key_by_key_and_impossible_values_are_usage_errors() {
 }
 
 #[test]
-fn doctor_reports_the_sandbox_section_and_exits_0() {
+fn doctor_reports_the_sandbox_section() {
     let sandbox = Sandbox::new();
-    let doctor = || sandbox.clawmcp(["doctor", "--data-dir"]).arg(sandbox.data()).assert().success();
+    // No node runs with this data dir (on a free port), which fails: exit status 1.
+    let port = crate::support::free_port().to_string();
+    let doctor = || sandbox.clawmcp(["doctor", "--port", &port, "--data-dir"]).arg(sandbox.data()).assert().code(1);
     doctor()
         .stdout(contains("system.run sandbox\n"))
         .stdout(contains("DISABLED: system.run runs commands uncontained"))
