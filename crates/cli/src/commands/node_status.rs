@@ -351,9 +351,8 @@ fn describe(file: &StatusFile) -> String {
     lines.join("\n")
 }
 
-/// The tools lines of `clawmcp node status` (and of `clawmcp doctor`, which checks this shell's
-/// environment instead of the running node's).
-pub fn describe_tools(tools: &ToolsStatus, running: bool) -> Vec<String> {
+/// The tools lines of `clawmcp node status`.
+fn describe_tools(tools: &ToolsStatus, running: bool) -> Vec<String> {
     let mut lines = vec![format!(
         "  tools {}: {}",
         if running { "served" } else { "served at the last stop" },

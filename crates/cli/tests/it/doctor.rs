@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use clawmcp_testkit::{FakeGateway, Reply};
+use clawmcp_testkit::{FakeConfig, FakeGateway, Reply};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
@@ -317,4 +317,24 @@ fn with_node_mode_on_an_unreachable_gateway_fails_and_a_connected_node_is_ok() {
     assert_eq!(mode["level"], "fail", "{document}");
     assert_eq!(mode["what"], format!("gateway node mode: {dead}"));
     assert!(mode["why"].as_str().unwrap().starts_with("unreachable"), "{mode}");
+}
+
+#[test]
+fn a_gateway_that_never_completes_the_handshake_is_given_up_on_after_the_probe_bound() {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a Tokio runtime");
+    // Accepts the WebSocket, then never sends connect.challenge.
+    let silent =
+        runtime.block_on(FakeGateway::start_with(FakeConfig { send_challenge: false, ..FakeConfig::default() }));
+    let sandbox = Sandbox::new();
+    let port = free_port().to_string();
+    let (_, document) = doctor_json(&sandbox, |command| {
+        command.args(["--port", &port, "--data-dir"]).arg(sandbox.data());
+        command.env("OPENCLAW_GATEWAY_URL", silent.url()).env("OPENCLAW_GATEWAY_TOKEN", FAKE_TOKEN);
+    });
+    let stuck = finding(&document, "gateway for serve/tools");
+    assert_eq!(stuck["level"], "warn", "{document}");
+    let why = stuck["why"].as_str().unwrap();
+    assert!(why.starts_with("unreachable") && why.contains("3s"), "the bound is named: {why}");
+    assert_eq!(silent.handshakes(), 0);
 }
