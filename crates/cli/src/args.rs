@@ -33,9 +33,13 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Show or change settings.json (mode matrix, permission switches, the system.run sandbox).
     Settings(SettingsArgs),
-    /// Check what clawmcp relies on (the node, its token and data dir, the exec policy, the node
-    /// tools' backends, the gateway, pairing, `serve`'s Claude channel) and say how to fix each
-    /// problem. Exit status 0 when nothing fails (warnings allowed), 1 when something fails.
+    /// Check what clawmcp relies on and say how to fix each problem (exit 1 when something fails).
+    ///
+    /// Checks the node on its port and its token, the data dir and token file permissions, the
+    /// exec policy and pending approvals, the node tools and their backends, the system.run
+    /// sandbox, the gateway for serve/tools and node mode, device pairing, and what serve's
+    /// Claude channel needs. Each finding is ok, warn or fail, with why and the exact fix. Exit
+    /// status: 0 when no finding fails (warnings allowed), 1 when any fails.
     Doctor(DoctorArgs),
     /// Stdio MCP server over the OpenClaw gateway WebSocket: conversations, live events,
     /// approvals, Claude channel notifications (a drop-in for `openclaw mcp serve`).
@@ -261,15 +265,17 @@ pub enum ApprovalAction {
     Deny { id: String },
     /// Wait for requests and ask about each one on this terminal.
     Watch,
-    /// Show the exec policy in effect: the defaults, each agent's own values and every allow
-    /// rule with its id. Reads the data dir's file (no running node needed).
+    /// Show the exec policy: defaults, each agent's own values, every allow rule and its id.
+    ///
+    /// Reads the data dir's exec-approvals.json (no running node needed).
     Policy {
         /// Print it as one JSON document.
         #[arg(long)]
         json: bool,
     },
-    /// Let a program run without a prompt: with any arguments, or with --args-pattern only
-    /// with arguments matching a regex. (`allow-always <id>` pins one exact argument list.) The
+    /// Let a program run without a prompt, with any arguments or those matching --args-pattern.
+    ///
+    /// `allow-always <id>` pins one exact argument list; this is the program-level rule. The
     /// program is resolved as system.run resolves it (PATH, symlinks followed) and the rule
     /// names the resolved path. A running node applies it to its next command.
     Allow {
@@ -283,8 +289,9 @@ pub enum ApprovalAction {
         #[arg(long, value_name = "ID", default_value = "*")]
         agent: String,
     },
-    /// Remove allow rules: by rule id (as `approvals policy` shows it) or by program (every rule
-    /// naming its resolved path).
+    /// Remove allow rules by rule id (as `approvals policy` shows it) or by program.
+    ///
+    /// By program, every rule naming its resolved path (or the pattern exactly as given) goes.
     Remove {
         /// A rule id, or a program path or name.
         rule: String,

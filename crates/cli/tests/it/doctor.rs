@@ -251,6 +251,26 @@ fn the_gateway_for_serve_and_tools_is_checked_up_down_and_with_a_wrong_token() {
     assert!(handshakes >= 1, "the doctor completed a real handshake");
     let connect = fake.requests("connect").pop().unwrap();
     assert_eq!(connect["auth"]["token"], FAKE_TOKEN);
+    // With `clawmcp` where MCP clients look for it, the Claude channel has what it needs: the
+    // scopes its tools and notifications use, granted by the gateway in that handshake.
+    let bin_dir = Path::new(crate::support::BIN).parent().unwrap().display().to_string();
+    let (_, document) = doctor_json(&sandbox, |command| {
+        with_gateway(url.clone(), FAKE_TOKEN)(command);
+        command.env("PATH", format!("{bin_dir}:/usr/bin:/bin"));
+    });
+    let channel = finding(&document, "Claude channel");
+    assert_eq!(channel["level"], "ok", "{document}");
+    assert!(
+        channel["why"].as_str().unwrap().contains("operator.read, operator.write and operator.approvals"),
+        "{channel}"
+    );
+    let (_, document) = doctor_json(&sandbox, |command| {
+        with_gateway(url.clone(), FAKE_TOKEN)(command);
+        command.env("PATH", "/usr/bin:/bin");
+    });
+    let channel = finding(&document, "Claude channel");
+    assert_eq!(channel["level"], "warn", "{document}");
+    assert!(channel["why"].as_str().unwrap().contains("`clawmcp` was not found"), "{channel}");
     runtime
         .block_on(async { tokio::time::timeout(WAIT_LIMIT, fake.wait_for_client_closes(1)).await })
         .expect("the doctor closes its connection");
