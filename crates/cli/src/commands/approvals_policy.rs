@@ -14,7 +14,7 @@ use clawmcp_node::approvals::matcher;
 use clawmcp_node::approvals::model::{
     ALLOW_ALWAYS_SOURCE, AllowlistEntry, ApprovalsFile, Ask, DEFAULT_AGENT, PolicyFields, Security, WILDCARD_AGENT,
 };
-use clawmcp_node::approvals::owner::{self, Added, OwnerView};
+use clawmcp_node::approvals::owner::{self, Added, OwnerError, OwnerSaved, OwnerView};
 use clawmcp_node::settings::DataDir;
 use serde_json::{Value, json};
 
@@ -36,6 +36,46 @@ pub fn run(data: &DataDir, action: &ApprovalAction) -> Option<anyhow::Result<Exi
         }
         _ => return None,
     })
+}
+
+/// How often an edit is applied again to a file that changed between its read and its save
+/// (a running node stamps `lastUsedAt` on the rule of every run it allows).
+const EDIT_ATTEMPTS: usize = 3;
+
+/// What an edit did to the file it was given.
+enum Change<T> {
+    Save(T),
+    Keep(T),
+}
+
+struct Edited<T> {
+    outcome: T,
+    /// The file as saved (or as read, when nothing changed).
+    file: ApprovalsFile,
+    saved: Option<OwnerSaved>,
+}
+
+/// Reads the policy file, applies `apply`, saves through the compare-and-swap when it changed
+/// something; a file changed meanwhile is read again and `apply` re-run (up to
+/// [`EDIT_ATTEMPTS`] times), so the owner's edit is applied to the current file, never over it.
+fn edit<T>(
+    approvals: &ExecApprovals,
+    apply: impl Fn(&mut ApprovalsFile) -> anyhow::Result<Change<T>>,
+) -> anyhow::Result<Edited<T>> {
+    let mut attempt = 1;
+    loop {
+        let view = approvals.owner_view()?;
+        let mut file = view.file;
+        let outcome = match apply(&mut file)? {
+            Change::Keep(outcome) => return Ok(Edited { outcome, file, saved: None }),
+            Change::Save(outcome) => outcome,
+        };
+        match approvals.owner_save(&view.hash, file.clone()) {
+            Ok(saved) => return Ok(Edited { outcome, file, saved: Some(saved) }),
+            Err(OwnerError::Stale { .. }) if attempt < EDIT_ATTEMPTS => attempt += 1,
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
 
 /// The three policy values as `security=allowlist ask=on-miss askFallback=deny`.
@@ -192,20 +232,24 @@ fn allow(
             "note: `{program}` resolves to `{path}`; the rule names that path, as system.run matches it"
         ));
     }
-    let view = approvals.owner_view()?;
-    let mut file = view.file;
-    let entry = match owner::add_rule(&mut file, agent, &pattern, args_pattern) {
-        Added::Existing(entry) => {
+    let edited = edit(approvals, |file| {
+        Ok(match owner::add_rule(file, agent, &pattern, args_pattern) {
+            Added::Existing(entry) => Change::Keep(Err(entry)),
+            Added::New(entry) => Change::Save(Ok(entry)),
+        })
+    })?;
+    let file = edited.file;
+    let entry = match edited.outcome {
+        Err(existing) => {
             output::note(&format!(
                 "already allowed: rule {} (agent {agent}) grants {path} {}",
-                entry.id.as_deref().unwrap_or("(no id)"),
-                describe_arguments(&entry)
+                existing.id.as_deref().unwrap_or("(no id)"),
+                describe_arguments(&existing)
             ));
             return Ok(ExitCode::SUCCESS);
         }
-        Added::New(entry) => entry,
+        Ok(entry) => entry,
     };
-    approvals.owner_save(&view.hash, file.clone())?;
     let scope = if agent == WILDCARD_AGENT { "every agent".to_owned() } else { format!("agent {agent}") };
     output::note(&format!("allowed {path} ({}) for {scope}", describe_arguments(&entry)));
     warn_if_rules_do_not_decide(&file, agent);
@@ -232,26 +276,27 @@ fn warn_if_rules_do_not_decide(file: &ApprovalsFile, agent: &str) {
 }
 
 fn remove(approvals: &ExecApprovals, rule: &str, agent: Option<&str>) -> anyhow::Result<ExitCode> {
-    let view = approvals.owner_view()?;
-    let mut file = view.file;
-    let by_id = owner::rules(&file).iter().any(|(_, entry)| entry.id.as_deref() == Some(rule));
-    let removed = if by_id {
-        owner::remove_rules(&mut file, agent, |entry| entry.id.as_deref() == Some(rule))
-    } else {
-        let resolved = resolve_program(rule).ok().and_then(|path| matcher::exact_path_pattern(&path));
-        let given = rule.trim();
-        owner::remove_rules(&mut file, agent, |entry| {
-            let pattern = entry.pattern.trim();
-            pattern == given || resolved.as_deref() == Some(pattern)
-        })
-    };
-    if removed.is_empty() {
-        let within = agent.map(|agent| format!(" for agent {agent}")).unwrap_or_default();
-        anyhow::bail!(
-            "no allow rule{within} has the id or names the program `{rule}`\nhint: `clawmcp approvals policy` lists the rules with their ids"
-        );
-    }
-    approvals.owner_save(&view.hash, file)?;
+    let resolved = resolve_program(rule).ok().and_then(|path| matcher::exact_path_pattern(&path));
+    let edited = edit(approvals, |file| {
+        let by_id = owner::rules(file).iter().any(|(_, entry)| entry.id.as_deref() == Some(rule));
+        let removed = if by_id {
+            owner::remove_rules(file, agent, |entry| entry.id.as_deref() == Some(rule))
+        } else {
+            let given = rule.trim();
+            owner::remove_rules(file, agent, |entry| {
+                let pattern = entry.pattern.trim();
+                pattern == given || resolved.as_deref() == Some(pattern)
+            })
+        };
+        if removed.is_empty() {
+            let within = agent.map(|agent| format!(" for agent {agent}")).unwrap_or_default();
+            anyhow::bail!(
+                "no allow rule{within} has the id or names the program `{rule}`\nhint: `clawmcp approvals policy` lists the rules with their ids"
+            );
+        }
+        Ok(Change::Save(removed))
+    })?;
+    let removed = edited.outcome;
     for (agent, entry) in &removed {
         output::note(&format!(
             "removed rule {} (agent {agent}): {} {}",
@@ -296,16 +341,16 @@ fn set_default(
         )
         .into());
     }
-    let view = approvals.owner_view()?;
-    let mut file = view.file;
-    let changed = owner::set_defaults(&mut file, &values);
+    let edited = edit(approvals, |file| {
+        Ok(if owner::set_defaults(file, &values) { Change::Save(()) } else { Change::Keep(()) })
+    })?;
+    let file = edited.file;
     let defaults = file.scope_policy(None, false);
     let text = policy_text(defaults.security, defaults.ask, defaults.ask_fallback);
-    if !changed {
+    let Some(saved) = edited.saved else {
         output::note(&format!("defaults unchanged: {text}"));
         return Ok(ExitCode::SUCCESS);
-    }
-    let saved = approvals.owner_save(&view.hash, file.clone())?;
+    };
     output::note(&format!("defaults: {text}"));
     if saved.loosened.is_some() {
         output::note(
@@ -319,4 +364,50 @@ fn set_default(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_is_applied_again_to_a_file_changed_under_it_and_gives_up_after_the_attempts() {
+        let dir = tempfile::tempdir().unwrap();
+        let approvals = ExecApprovals::open(dir.path().join("exec-approvals.json"));
+        // Another writer (the node stamping a rule, say), between this edit's read and its save.
+        let other = ExecApprovals::open(dir.path().join("exec-approvals.json"));
+        let meddle = |n: usize| {
+            let view = other.owner_view().unwrap();
+            let mut file = view.file;
+            owner::add_rule(&mut file, "other", &format!("/usr/bin/meddle{n}"), None);
+            other.owner_save(&view.hash, file).unwrap();
+        };
+        let calls = std::cell::Cell::new(0);
+        let edited = edit(&approvals, |file| {
+            calls.set(calls.get() + 1);
+            if calls.get() < EDIT_ATTEMPTS {
+                meddle(calls.get());
+            }
+            owner::add_rule(file, "*", "/usr/bin/id", None);
+            Ok(Change::Save(()))
+        })
+        .unwrap();
+        assert_eq!(calls.get(), EDIT_ATTEMPTS, "applied again after each change under it");
+        assert!(edited.saved.is_some());
+        let patterns: Vec<String> =
+            owner::rules(&approvals.owner_view().unwrap().file).into_iter().map(|(_, e)| e.pattern).collect();
+        assert_eq!(patterns.len(), EDIT_ATTEMPTS, "nothing the other writer saved was lost: {patterns:?}");
+        assert!(patterns.contains(&"/usr/bin/id".to_owned()));
+
+        let calls = std::cell::Cell::new(0);
+        let stale = edit(&approvals, |file| {
+            calls.set(calls.get() + 1);
+            meddle(10 + calls.get());
+            owner::add_rule(file, "*", "/usr/bin/env", None);
+            Ok(Change::Save(()))
+        });
+        assert_eq!(calls.get(), EDIT_ATTEMPTS);
+        let error = stale.err().expect("a file that keeps changing is an error");
+        assert!(error.to_string().contains("hint: run the command again"), "{error}");
+    }
 }
