@@ -6,8 +6,10 @@
 //! Every check reuses what the checked command itself uses: the node client and token choice of
 //! `call`, the state trust rules of `clawmcp-fs`, the policy as the node reads it, the registry's
 //! availability gates, `clawmcp node`'s gateway resolution and the gateway resolution of
-//! `serve`/`tools`. Nothing is changed: no token, key or policy file is created or fixed. Each
-//! network check is bounded by [`PROBE_TIMEOUT`].
+//! `serve`/`tools`. Nothing is created (no token, key or policy file); the one change a check
+//! can make is the state readers' own: a settings, policy or status file others can read is
+//! made 0600 as it is read. A token file others can read is reported and not read (reading it
+//! would fix it silently). Each network check is bounded by [`PROBE_TIMEOUT`].
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -22,6 +24,7 @@ use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
 use clawmcp_node::Registry;
 use clawmcp_node::approvals::ExecApprovals;
+use clawmcp_node::approvals::owner::OwnerError;
 use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::system::sandbox;
 use serde::Serialize;
@@ -104,7 +107,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let mut findings = vec![data_dir_finding(&context)];
     let token = token_file_finding(&context);
     // Reading an exposed token (as any client does) would make it private: the finding must
-    // show the file as it was found, and the doctor changes nothing, so the node is not asked.
+    // show the file as it was found and stay so, so the node is not asked.
     let token_unsafe = token.level == Level::Fail && context.endpoint.token.is_none();
     let token_fix = token.fix.clone();
     findings.push(token);
@@ -331,11 +334,11 @@ fn exec_policy_finding(data: &DataDir) -> Finding {
                 Finding::ok(what, why)
             }
         }
-        Err(error) => {
-            let text = error.to_string();
-            let (why, fix) = text.split_once("\nhint: ").unwrap_or((&text, ""));
-            Finding::fail("exec policy", why.to_owned()).fix(fix.trim_start_matches("fix it, or ").to_owned())
+        Err(OwnerError::Unusable { path, reason }) => {
+            Finding::fail("exec policy: unusable, so every command is denied", format!("{}: {reason}", path.display()))
+                .fix(format!("mv {0} {0}.bak (the built-in defaults then apply), or fix the file", quote(&path)))
         }
+        Err(error) => Finding::fail("exec policy", error.to_string()),
     }
 }
 
@@ -354,9 +357,10 @@ fn node_tools_findings(data: &DataDir) -> Vec<Finding> {
     };
     let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
     let tools = node_status::ToolsStatus::of(&Registry::builtin(Arc::new(settings), approvals));
+    let served = if tools.served.is_empty() { "none".to_owned() } else { tools.served.join(", ") };
     let mut findings = vec![Finding::ok(
         format!("node tools: {} served", tools.served.len()),
-        if tools.served.is_empty() { "none".to_owned() } else { tools.served.join(", ") },
+        format!("as `clawmcp node` started from this shell would serve them: {served}"),
     )];
     // Commands sharing one reason (camera.list, camera.snap, ...) are one finding.
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();

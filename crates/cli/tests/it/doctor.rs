@@ -192,6 +192,24 @@ fn unsafe_permissions_fail_with_the_chmod_that_fixes_them() {
 }
 
 #[test]
+fn an_unusable_exec_policy_fails_with_the_command_that_moves_it_away() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    sandbox.write_data_file("exec-approvals.json", "{ not json");
+    let (code, document) = doctor_json(&sandbox, at_node(&node, &sandbox));
+    assert_eq!(code, 1);
+    let policy = finding(&document, "exec policy");
+    assert_eq!(policy["what"], "exec policy: unusable, so every command is denied", "{document}");
+    assert!(policy["why"].as_str().unwrap().contains("not a valid approvals file"), "{policy}");
+    let fix = policy["fix"].as_str().unwrap();
+    let command = fix.split(" (").next().unwrap();
+    assert_eq!(command, format!("mv {0} {0}.bak", sandbox.approvals_path().display()));
+    run_fix(&sandbox, command);
+    let (code, document) = doctor_json(&sandbox, at_node(&node, &sandbox));
+    assert_eq!((code, &finding(&document, "exec policy")["level"]), (0, &json!("ok")), "{document}");
+}
+
+#[test]
 fn a_command_waiting_for_approval_is_a_warning_with_the_allow_once_command() {
     let sandbox = Sandbox::new();
     let node = Node::start(&sandbox);
