@@ -28,11 +28,18 @@ pub enum Command {
     Call(CallArgs),
     /// Print the path of the node's bearer token file, or rotate the token.
     Token(TokenArgs),
-    /// List and decide pending exec approvals of the running node.
+    /// List and decide pending exec approvals of the running node; show and edit the exec
+    /// policy (`policy`, `allow`, `remove`, `set-default`).
     Approvals(ApprovalsArgs),
     /// Show or change settings.json (mode matrix, permission switches, the system.run sandbox).
     Settings(SettingsArgs),
-    /// Check this machine for what clawmcp relies on and print what holds (exit 0 whatever it finds).
+    /// Check what clawmcp relies on and say how to fix each problem (exit 1 when something fails).
+    ///
+    /// Checks the node on its port and its token, the data dir and token file permissions, the
+    /// exec policy and pending approvals, the node tools and their backends, the system.run
+    /// sandbox, the gateway for serve/tools and node mode, device pairing, and what serve's
+    /// Claude channel needs. Each finding is ok, warn or fail, with why and the exact fix. Exit
+    /// status: 0 when no finding fails (warnings allowed), 1 when any fails.
     Doctor(DoctorArgs),
     /// Stdio MCP server over the OpenClaw gateway WebSocket: conversations, live events,
     /// approvals, Claude channel notifications (a drop-in for `openclaw mcp serve`).
@@ -258,6 +265,69 @@ pub enum ApprovalAction {
     Deny { id: String },
     /// Wait for requests and ask about each one on this terminal.
     Watch,
+    /// Show the exec policy: defaults, each agent's own values, every allow rule and its id.
+    ///
+    /// Reads the data dir's exec-approvals.json (no running node needed).
+    Policy {
+        /// Print it as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a program run without a prompt, with any arguments or those matching --args-pattern.
+    ///
+    /// `allow-always <id>` pins one exact argument list; this is the program-level rule. The
+    /// program is resolved as system.run resolves it (PATH, symlinks followed) and the rule
+    /// names the resolved path. A running node applies it to its next command.
+    Allow {
+        /// The program: an absolute path, or a name looked up on PATH (e.g. /usr/bin/id, id).
+        program: String,
+        /// Allow only arguments matching this regex, searched in the arguments joined by single
+        /// spaces (anchor it: '^-[gu]$').
+        #[arg(long, value_name = "REGEX")]
+        args_pattern: Option<String>,
+        /// The agent whose allowlist gets the rule; `*` (the default) applies to every agent.
+        #[arg(long, value_name = "ID", default_value = "*")]
+        agent: String,
+    },
+    /// Remove allow rules by rule id (as `approvals policy` shows it) or by program.
+    ///
+    /// By program, every rule naming its resolved path (or the pattern exactly as given) goes.
+    Remove {
+        /// A rule id, or a program path or name.
+        rule: String,
+        /// Only from this agent's allowlist (default: every agent's).
+        #[arg(long, value_name = "ID")]
+        agent: Option<String>,
+    },
+    /// Change the policy's defaults (what applies to agents that do not set their own).
+    SetDefault {
+        /// deny: nothing runs; allowlist: allow rules run, the rest as --ask says; full: everything runs.
+        #[arg(long, value_enum)]
+        security: Option<SecurityArg>,
+        /// When a person is asked: off, on-miss (a command no rule allows), always, deny (never; refuse).
+        #[arg(long, value_enum)]
+        ask: Option<AskArg>,
+        /// What happens when nobody answers a prompt in time: deny, allowlist, full.
+        #[arg(long, value_enum)]
+        ask_fallback: Option<SecurityArg>,
+    },
+}
+
+/// `security` / `askFallback` values of the exec policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SecurityArg {
+    Deny,
+    Allowlist,
+    Full,
+}
+
+/// `ask` values of the exec policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AskArg {
+    Off,
+    OnMiss,
+    Always,
+    Deny,
 }
 
 #[derive(Debug, Args)]
@@ -320,8 +390,12 @@ pub enum SettingKey {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// Print the findings as one JSON document: {ok, worst, findings: [{level, what, why, fix?}]}.
+    #[arg(long)]
+    pub json: bool,
+
     #[command(flatten)]
-    pub data_dir: DataDirArg,
+    pub endpoint: EndpointArgs,
 }
 
 #[derive(Debug, Args)]

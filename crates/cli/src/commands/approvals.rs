@@ -16,7 +16,7 @@ use crate::args::{ApprovalAction, ApprovalsArgs};
 use clawmcp_mcp::client::{Answer, ErrorObject};
 
 use crate::client::{NodeClient, TokenSource};
-use crate::commands::{client_runtime, node_client};
+use crate::commands::{approvals_policy, client_runtime, data_dir, node_client};
 use crate::output;
 
 use clawmcp_node::approvals::{LIST_METHOD as LIST, RESOLVE_METHOD as RESOLVE};
@@ -25,10 +25,15 @@ use clawmcp_node::approvals::{LIST_METHOD as LIST, RESOLVE_METHOD as RESOLVE};
 const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
 pub fn run(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
+    let action = args.action.unwrap_or(ApprovalAction::List);
+    // The policy file is edited here, not through the node (see `approvals_policy`).
+    if let Some(outcome) = approvals_policy::run(&data_dir(&args.endpoint.data_dir)?, &action) {
+        return outcome;
+    }
     let (client, source) = node_client(&args.endpoint)?;
     let runtime = client_runtime()?;
     runtime.block_on(async {
-        match args.action.unwrap_or(ApprovalAction::List) {
+        match action {
             ApprovalAction::List => {
                 let pending = list(&client, &source).await?;
                 if pending.is_empty() {
@@ -43,6 +48,10 @@ pub fn run(args: ApprovalsArgs) -> anyhow::Result<ExitCode> {
             ApprovalAction::AllowAlways { id } => resolve(&client, &source, &id, "allow-always").await,
             ApprovalAction::Deny { id } => resolve(&client, &source, &id, "deny").await,
             ApprovalAction::Watch => watch(&client, &source).await,
+            ApprovalAction::Policy { .. }
+            | ApprovalAction::Allow { .. }
+            | ApprovalAction::Remove { .. }
+            | ApprovalAction::SetDefault { .. } => unreachable!("policy actions are handled above"),
         }
     })
 }
@@ -57,7 +66,7 @@ async fn call(client: &NodeClient, source: &TokenSource, method: &str, params: V
     }
 }
 
-async fn list(client: &NodeClient, source: &TokenSource) -> anyhow::Result<Vec<Value>> {
+pub async fn list(client: &NodeClient, source: &TokenSource) -> anyhow::Result<Vec<Value>> {
     let result = call(client, source, LIST, json!({})).await?;
     Ok(result.get("pending").and_then(Value::as_array).cloned().unwrap_or_default())
 }

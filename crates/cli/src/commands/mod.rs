@@ -2,6 +2,7 @@
 //! raw clap types beyond their own `*Args`.
 
 pub mod approvals;
+pub mod approvals_policy;
 pub mod call;
 pub mod doctor;
 pub mod node;

@@ -405,42 +405,12 @@ fn gateway_link_config(
     data: &DataDir,
     filter: ToolFilter,
 ) -> anyhow::Result<NodeLinkConfig> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
-    let code = args
-        .pair
-        .as_deref()
-        .map(|text| SetupCode::parse(text, now_ms))
-        .transpose()
-        .map_err(|reason| UsageError(format!("--pair: {reason}")))?;
-    let url = args
-        .gateway_url
-        .clone()
-        .or_else(|| code.as_ref().map(|code| code.url.clone()))
-        .or_else(|| settings.gateway_url.clone());
-    // Paired through a setup code, this device has its own credential: the code's bootstrap
-    // token first, the device token the gateway issued it afterwards.
-    let device_token_saved =
-        url.as_deref().is_some_and(|url| DeviceTokenStore::new(data.root(), url, Role::Node).load().is_some());
-    let overrides = ConnectOverrides {
-        device_credential: code.is_some() || device_token_saved,
-        url,
-        token: args.gateway_token.as_deref().map(Secret::from),
-        token_file: args.gateway_token_file.clone().or_else(|| settings.gateway_token_file.clone()),
-        password: args.gateway_password.as_deref().map(Secret::from),
-        password_file: args.gateway_password_file.clone().or_else(|| settings.gateway_password_file.clone()),
-    };
+    let (target, code) = node_gateway_target(args, settings, data)?;
     let headers = args
         .gateway_headers
         .iter()
         .map(|text| UpgradeHeader::parse(text).map_err(|reason| UsageError(format!("--gateway-header: {reason}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut target = GatewayTarget::resolve(&overrides, &Env::from_process())
-        .context("gateway node mode (EnableNodeMode) is on, but the gateway cannot be reached as configured")?;
-    if let Some(code) = &code {
-        target.credentials.bootstrap_token = Some(code.bootstrap_token.clone());
-    }
     let flag_pin = args
         .gateway_tls_fingerprint
         .as_deref()
@@ -479,6 +449,47 @@ fn gateway_link_config(
         max_concurrent_invokes: clawmcp_node_gateway::MAX_CONCURRENT_INVOKES,
         backoff: BackoffPolicy::default(),
     })
+}
+
+/// The gateway node mode connects to, and the setup code it pairs with (`--pair`): flags, then
+/// settings.json, then OpenClaw's resolution. `clawmcp doctor` checks this same target.
+pub fn node_gateway_target(
+    args: &GatewayNodeArgs,
+    settings: &Settings,
+    data: &DataDir,
+) -> anyhow::Result<(GatewayTarget, Option<SetupCode>)> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+    let code = args
+        .pair
+        .as_deref()
+        .map(|text| SetupCode::parse(text, now_ms))
+        .transpose()
+        .map_err(|reason| UsageError(format!("--pair: {reason}")))?;
+    let url = args
+        .gateway_url
+        .clone()
+        .or_else(|| code.as_ref().map(|code| code.url.clone()))
+        .or_else(|| settings.gateway_url.clone());
+    // Paired through a setup code, this device has its own credential: the code's bootstrap
+    // token first, the device token the gateway issued it afterwards.
+    let device_token_saved =
+        url.as_deref().is_some_and(|url| DeviceTokenStore::new(data.root(), url, Role::Node).load().is_some());
+    let overrides = ConnectOverrides {
+        device_credential: code.is_some() || device_token_saved,
+        url,
+        token: args.gateway_token.as_deref().map(Secret::from),
+        token_file: args.gateway_token_file.clone().or_else(|| settings.gateway_token_file.clone()),
+        password: args.gateway_password.as_deref().map(Secret::from),
+        password_file: args.gateway_password_file.clone().or_else(|| settings.gateway_password_file.clone()),
+    };
+    let mut target = GatewayTarget::resolve(&overrides, &Env::from_process())
+        .context("gateway node mode (EnableNodeMode) is on, but the gateway cannot be reached as configured")?;
+    if let Some(code) = &code {
+        target.credentials.bootstrap_token = Some(code.bootstrap_token.clone());
+    }
+    Ok((target, code))
 }
 
 /// The display name upstream's node host uses by default: the host name.

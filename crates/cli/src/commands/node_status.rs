@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clawmcp_node::Registry;
+use clawmcp_node::settings::DataDir;
 use clawmcp_node_gateway::{GatewayStatus, NodeLink};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,15 +36,15 @@ const MAX_STATUS_BYTES: u64 = 1024 * 1024;
 /// The file's contents.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct StatusFile {
-    pid: u32,
+pub struct StatusFile {
+    pub pid: u32,
     started_at_ms: u64,
-    version: String,
+    pub version: String,
     /// False once the node stopped cleanly.
-    running: bool,
-    mcp: McpStatus,
+    pub running: bool,
+    pub mcp: McpStatus,
     /// `{"state":"off"}` when gateway node mode is off, else [`GatewayStatus`].
-    gateway: Value,
+    pub gateway: Value,
     /// What the node serves right now, and why the rest is not served.
     #[serde(default)]
     tools: ToolsStatus,
@@ -84,11 +85,11 @@ impl ToolsStatus {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct McpStatus {
+pub struct McpStatus {
     /// `listening` or `off`.
-    state: String,
+    pub state: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    endpoint: Option<String>,
+    pub endpoint: Option<String>,
 }
 
 fn now_ms() -> u64 {
@@ -281,8 +282,7 @@ fn write(path: &Path, file: &StatusFile) {
 pub fn run(args: NodeStatusArgs) -> anyhow::Result<ExitCode> {
     let data = data_dir(&args.data_dir)?;
     let path = data.status_path();
-    let rules = clawmcp_fs::StateRules { max_bytes: MAX_STATUS_BYTES, exposed: clawmcp_fs::Exposed::MakePrivate };
-    let Some(bytes) = clawmcp_fs::read_state_file(&path, rules)? else {
+    let Some(file) = read(&data)? else {
         if args.json {
             output::data(
                 &serde_json::json!({"running": false, "reason": "never started with this data dir"}).to_string(),
@@ -295,18 +295,26 @@ pub fn run(args: NodeStatusArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::from(3));
     };
-    let mut file: StatusFile = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("{} is not a node status file: {e}", path.display()))?;
-    // A node killed without a clean stop left `running: true` behind.
-    if file.running && !i32::try_from(file.pid).is_ok_and(clawmcp_fs::pid_is_alive) {
-        mark_stopped(&mut file);
-    }
     if args.json {
         output::data(&serde_json::to_string(&file)?);
     } else {
         output::data(&describe(&file));
     }
     Ok(if file.running { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+/// The data dir's status file, `None` when no node has run with it. A node killed without a
+/// clean stop left `running: true` behind; it reads as stopped.
+pub fn read(data: &DataDir) -> anyhow::Result<Option<StatusFile>> {
+    let path = data.status_path();
+    let rules = clawmcp_fs::StateRules { max_bytes: MAX_STATUS_BYTES, exposed: clawmcp_fs::Exposed::MakePrivate };
+    let Some(bytes) = clawmcp_fs::read_state_file(&path, rules)? else { return Ok(None) };
+    let mut file: StatusFile = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not a node status file: {e}", path.display()))?;
+    if file.running && !i32::try_from(file.pid).is_ok_and(clawmcp_fs::pid_is_alive) {
+        mark_stopped(&mut file);
+    }
+    Ok(Some(file))
 }
 
 fn describe(file: &StatusFile) -> String {
@@ -349,9 +357,8 @@ fn describe(file: &StatusFile) -> String {
     lines.join("\n")
 }
 
-/// The tools lines of `clawmcp node status` (and of `clawmcp doctor`, which checks this shell's
-/// environment instead of the running node's).
-pub fn describe_tools(tools: &ToolsStatus, running: bool) -> Vec<String> {
+/// The tools lines of `clawmcp node status`.
+fn describe_tools(tools: &ToolsStatus, running: bool) -> Vec<String> {
     let mut lines = vec![format!(
         "  tools {}: {}",
         if running { "served" } else { "served at the last stop" },

@@ -8,7 +8,9 @@
 //! The node needs Unix (signals, file modes, process groups), so do these tests.
 
 mod approvals;
+mod approvals_policy;
 mod call;
+mod doctor;
 mod lifecycle;
 mod metadata;
 mod node;

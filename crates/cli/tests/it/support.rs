@@ -439,7 +439,9 @@ impl Node {
     fn target_args(&self, sub: &str) -> Vec<String> {
         let data = self.data.display().to_string();
         match sub {
-            "call" | "approvals" => vec![sub.into(), "--port".into(), self.port.to_string(), "--data-dir".into(), data],
+            "call" | "approvals" | "doctor" => {
+                vec![sub.into(), "--port".into(), self.port.to_string(), "--data-dir".into(), data]
+            }
             _ => vec![sub.into(), "--data-dir".into(), data],
         }
     }

@@ -158,24 +158,47 @@ impl ExecApprovals {
         let desired: ApprovalsFile = serde_json::from_value(Value::Object(raw.clone()))
             .map_err(|e| invalid(format!("Invalid exec approvals file: {e}")))?;
 
+        let saved =
+            self.compare_and_swap(base_hash, desired, remote::validate_update).map_err(|refusal| match refusal {
+                SwapRefusal::Stale => {
+                    tracing::warn!("execApprovals.set refused: stale baseHash");
+                    invalid(STALE)
+                }
+                SwapRefusal::Refused(message) => {
+                    tracing::warn!(%message, "execApprovals.set refused");
+                    invalid(message)
+                }
+                SwapRefusal::Unusable(reason) => self.unusable(&reason),
+                SwapRefusal::Write(error) => CapabilityError::new(error).with_code(UNAVAILABLE),
+            })?;
+        tracing::info!(agents = saved.file.agents.as_ref().map_or(0, |a| a.len()), "exec approvals updated remotely");
+        Ok(self.snapshot(true, &saved.hash, &saved.file.redacted_for_snapshot()))
+    }
+
+    /// The one writer of a whole new policy file, for `system.execApprovals.set` and the owner's
+    /// `clawmcp approvals allow|remove|set-default`: under the store lock, the file must still
+    /// hash to `base_hash` (compare-and-swap: an edit made meanwhile is never overwritten), then
+    /// `rule` judges the change (the tighten-only rule for a remote caller; the owner's rule
+    /// only describes what loosened), then the file is normalized and saved atomically.
+    pub(super) fn compare_and_swap(
+        &self,
+        base_hash: &str,
+        desired: ApprovalsFile,
+        rule: impl FnOnce(&ApprovalsFile, &ApprovalsFile) -> Result<(), String>,
+    ) -> Result<Swapped, SwapRefusal> {
         let _guard = self.store.lock();
         let (current, current_hash) = match self.store.load() {
             Loaded::Missing => (ApprovalsFile::default_file(), missing_hash()),
             Loaded::Present { file, hash } => (file, hash),
-            Loaded::Invalid { reason } => return Err(self.unusable(&reason)),
+            Loaded::Invalid { reason } => return Err(SwapRefusal::Unusable(reason)),
         };
         if base_hash != current_hash {
-            tracing::warn!("execApprovals.set refused: stale baseHash");
-            return Err(invalid("exec approvals changed; reload and retry"));
+            return Err(SwapRefusal::Stale);
         }
-        if let Err(message) = remote::validate_update(&current, &desired) {
-            tracing::warn!(%message, "execApprovals.set refused");
-            return Err(invalid(message));
-        }
-        let saved = desired.normalized_for_save(current.socket.as_ref());
-        let hash = self.store.save(&saved).map_err(|e| CapabilityError::new(e.to_string()).with_code(UNAVAILABLE))?;
-        tracing::info!(agents = saved.agents.as_ref().map_or(0, |a| a.len()), "exec approvals updated remotely");
-        Ok(self.snapshot(true, &hash, &saved.redacted_for_snapshot()))
+        rule(&current, &desired).map_err(SwapRefusal::Refused)?;
+        let file = desired.normalized_for_save(current.socket.as_ref());
+        let hash = self.store.save(&file).map_err(|e| SwapRefusal::Write(e.to_string()))?;
+        Ok(Swapped { hash, file })
     }
 
     fn snapshot(&self, exists: bool, hash: &str, file: &ApprovalsFile) -> Value {
@@ -196,6 +219,27 @@ impl ExecApprovals {
         .with_code(UNAVAILABLE)
     }
 }
+
+/// What a compare-and-swap wrote.
+pub(super) struct Swapped {
+    pub hash: String,
+    pub file: ApprovalsFile,
+}
+
+/// Why a compare-and-swap wrote nothing.
+#[derive(Debug)]
+pub(super) enum SwapRefusal {
+    /// The file changed since its hash was read.
+    Stale,
+    /// The rule refused the change; its message.
+    Refused(String),
+    /// The current file is untrustworthy (never overwritten); the reason.
+    Unusable(String),
+    Write(String),
+}
+
+/// The refusal of a stale `baseHash`, in upstream's words.
+pub(super) const STALE: &str = "exec approvals changed; reload and retry";
 
 fn invalid(message: impl Into<String>) -> CapabilityError {
     CapabilityError::new(message.into()).with_code(INVALID_REQUEST)

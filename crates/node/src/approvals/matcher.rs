@@ -127,6 +127,27 @@ pub fn find_match<'e>(entries: &'e [AllowlistEntry], path: &str, args: &[String]
     path_only
 }
 
+/// Checks a hand-written `argPattern` (the form `clawmcp approvals allow --args-pattern` writes:
+/// a regex searched in the arguments joined by spaces) before it is stored, compiled exactly as
+/// [`arg_pattern_matches`] compiles it, so a rule that is accepted can match and one that could
+/// never match is refused with the reason instead of silently allowing nothing.
+pub fn check_hand_written_arg_pattern(arg_pattern: &str) -> Result<(), String> {
+    if arg_pattern.is_empty() {
+        return Err("it is empty; leave --args-pattern out to allow any arguments".to_string());
+    }
+    if arg_pattern.contains(NUL) {
+        return Err("it contains a NUL character, which marks the generated allow-always form".to_string());
+    }
+    if arg_pattern.starts_with("sha256:") {
+        return Err("it starts with `sha256:`, which marks a hashed argument binding".to_string());
+    }
+    compile_arg_regex(arg_pattern).map(|_| ()).map_err(|error| error.to_string())
+}
+
+fn compile_arg_regex(arg_pattern: &str) -> Result<regex::Regex, regex::Error> {
+    RegexBuilder::new(arg_pattern).size_limit(ARG_REGEX_SIZE_LIMIT).build()
+}
+
 /// The NUL-form subject: each argument followed by NUL; no arguments is two NULs so it differs
 /// from one empty argument.
 pub fn nul_subject(args: &[String]) -> String {
@@ -187,7 +208,7 @@ pub fn arg_pattern_matches(arg_pattern: &str, args: &[String]) -> bool {
     if arg_pattern.starts_with("sha256:") {
         return false;
     }
-    let Ok(regex) = RegexBuilder::new(arg_pattern).size_limit(ARG_REGEX_SIZE_LIMIT).build() else {
+    let Ok(regex) = compile_arg_regex(arg_pattern) else {
         return false;
     };
     if arg_pattern.contains(NUL) { regex.is_match(&nul_subject(args)) } else { regex.is_match(&args.join(" ")) }
@@ -359,5 +380,20 @@ mod tests {
         let entries = vec![entry("/usr/bin/git", None, None)];
         assert!(find_match(&entries, "/usr/bin/git", &args(&["anything", "at all"])).is_some());
         assert!(find_match(&entries, "/usr/bin/gitk", &[]).is_none());
+    }
+
+    #[test]
+    fn hand_written_arg_patterns_are_checked_as_they_will_be_matched() {
+        assert_eq!(check_hand_written_arg_pattern("^-[gu]$"), Ok(()));
+        assert!(arg_pattern_matches("^-[gu]$", &args(&["-g"])) && !arg_pattern_matches("^-[gu]$", &args(&["-n"])));
+        assert!(check_hand_written_arg_pattern("(").unwrap_err().contains("unclosed group"));
+        assert!(check_hand_written_arg_pattern("").unwrap_err().contains("empty"));
+        assert!(check_hand_written_arg_pattern("^a\0$").unwrap_err().contains("NUL"));
+        assert!(check_hand_written_arg_pattern("sha256:argv:00").unwrap_err().contains("sha256:"));
+        // The compiled-size cap that matching applies: a pattern over it could never match.
+        let huge = "[a-z]{1000}".repeat(40);
+        assert!(compile_arg_regex(&huge).is_err());
+        assert!(check_hand_written_arg_pattern(&huge).unwrap_err().contains("size limit"));
+        assert_eq!(check_hand_written_arg_pattern("[a-z]{10}"), Ok(()));
     }
 }

@@ -20,7 +20,9 @@
 //! currency rule: the policy may have grown looser or gained entries, but must not have been
 //! tightened, and no allowlist grant present at authorization may have gone.
 //!
-//! Remote edits (`system.execApprovals.get/set`, see [`remote`]) may only tighten the policy.
+//! Remote edits (`system.execApprovals.get/set`, see [`remote`]) may only tighten the policy;
+//! the owner's edits from the terminal ([`owner`]) may also loosen it, through the same
+//! compare-and-swap writer.
 //! The terminal answers prompts through two local JSON-RPC methods ([`ApprovalsApi`]) that are
 //! deliberately not MCP tools: an agent must not approve its own commands.
 
@@ -29,6 +31,7 @@ mod commands;
 pub mod evaluator;
 pub mod matcher;
 pub mod model;
+pub mod owner;
 pub mod pending;
 pub mod remote;
 pub mod resolve;

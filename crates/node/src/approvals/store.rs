@@ -62,6 +62,18 @@ pub enum StoreError {
     Write { path: PathBuf, source: io::Error },
 }
 
+/// The longest a save waits for another process's load-check-save cycle (milliseconds long).
+pub const CROSS_PROCESS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+const CROSS_PROCESS_LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// [`PolicyStore::lock`] held; dropping it releases both locks (closing the directory's
+/// descriptor releases the `flock`).
+pub struct WriteGuard<'a> {
+    _local: MutexGuard<'a, ()>,
+    _shared: Option<std::fs::File>,
+}
+
 /// The file plus the lock that serialises read-modify-write cycles within this process.
 pub struct PolicyStore {
     path: PathBuf,
@@ -86,9 +98,33 @@ impl PolicyStore {
         loaded
     }
 
-    /// Holds the write lock for a load-check-save cycle.
-    pub fn lock(&self) -> MutexGuard<'_, ()> {
-        self.write_lock.lock().unwrap_or_else(|p| p.into_inner())
+    /// Holds the write lock for a load-check-save cycle: the in-process mutex, then an advisory
+    /// lock (`flock`) on the file's directory, which every process writing through a store takes
+    /// (the node, and `clawmcp approvals allow|remove|set-default` beside it), so a usage stamp
+    /// written by the node cannot undo an owner's edit saved between its load and its save. The
+    /// directory is locked rather than a lock file so that nothing new appears in the data dir.
+    /// Waiting for another process is bounded by [`CROSS_PROCESS_LOCK_WAIT`]; past it (a writer
+    /// stuck mid-save) the cycle goes on without it, still guarded by the hash compare.
+    pub fn lock(&self) -> WriteGuard<'_> {
+        let local = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let dir =
+            self.path.parent().filter(|d| !d.as_os_str().is_empty()).and_then(|dir| std::fs::File::open(dir).ok());
+        let shared = dir.and_then(|dir| {
+            let deadline = std::time::Instant::now() + CROSS_PROCESS_LOCK_WAIT;
+            loop {
+                match dir.try_lock() {
+                    Ok(()) => return Some(dir),
+                    Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(CROSS_PROCESS_LOCK_POLL);
+                    }
+                    Err(error) => {
+                        tracing::warn!(path = %self.path.display(), ?error, "exec approvals: saving without the cross-process lock");
+                        return None;
+                    }
+                }
+            }
+        });
+        WriteGuard { _local: local, _shared: shared }
     }
 
     /// Writes `file` atomically (0600, data dir 0700) and returns the new hash. Callers hold
@@ -268,6 +304,41 @@ mod tests {
         fs::write(store.path(), "garbage").unwrap();
         assert!(matches!(store.update(|_| true), Err(StoreError::Invalid { .. })));
         assert_eq!(fs::read_to_string(store.path()).unwrap(), "garbage", "an invalid file is never overwritten");
+    }
+
+    #[test]
+    fn a_save_waits_for_another_process_holding_the_directory_lock() {
+        let (dir, store) = store();
+        // Another process's cycle, as the kernel sees it: a flock on the directory.
+        let other = std::fs::File::open(dir.path()).unwrap();
+        other.lock().unwrap();
+        let (started, saved) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                started.0.send(()).unwrap();
+                saved.0.send(store.update(|_| true).unwrap()).unwrap();
+            });
+            started.1.recv().unwrap();
+            assert!(
+                saved.1.recv_timeout(std::time::Duration::from_millis(200)).is_err(),
+                "the save waits while the other cycle holds the lock"
+            );
+            assert!(!store.path().exists());
+            other.unlock().unwrap();
+            assert!(saved.1.recv_timeout(CROSS_PROCESS_LOCK_WAIT).unwrap());
+        });
+        assert!(matches!(store.load(), Loaded::Present { .. }));
+    }
+
+    #[test]
+    fn a_lock_held_past_the_bound_does_not_stop_the_save() {
+        let (dir, store) = store();
+        let stuck = std::fs::File::open(dir.path()).unwrap();
+        stuck.lock().unwrap();
+        let started = std::time::Instant::now();
+        assert!(store.update(|_| true).unwrap(), "saved without the cross-process lock");
+        assert!(started.elapsed() >= CROSS_PROCESS_LOCK_WAIT, "it waited the bound first");
+        assert!(matches!(store.load(), Loaded::Present { .. }));
     }
 
     #[test]
