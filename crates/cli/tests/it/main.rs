@@ -9,6 +9,7 @@
 
 mod approvals;
 mod call;
+mod install;
 mod lifecycle;
 mod metadata;
 mod node;
