@@ -23,6 +23,7 @@ pub struct Cli {
 
 /// Where logs go and how they look: the same for every command.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Logging")]
 pub struct LogArgs {
     /// More logging (repeat for more). `RUST_LOG` overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
@@ -182,7 +183,7 @@ pub struct NodeStatusArgs {
 /// settings.json (secret values excepted) and turn gateway node mode on.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GatewayNodeArgs {
-    /// Connect to this gateway as a node (ws:// or wss://). Without it, a saved GatewayUrl, then
+    /// Connect to this gateway as a node (wss://, or ws:// to a loopback host). Without it, a saved GatewayUrl, then
     /// OPENCLAW_GATEWAY_URL and ~/.openclaw/openclaw.json decide, as for `openclaw node run`.
     #[arg(long, value_name = "URL")]
     pub gateway_url: Option<String>,
@@ -352,7 +353,12 @@ pub enum SettingsAction {
     /// Set one setting; a running node applies it to its next call. Switches take true or
     /// false; the sandbox's limits a number or `none` (no limit); WritablePaths a
     /// colon-separated list of absolute paths (empty for none).
-    Set { key: SettingKey, value: String },
+    Set {
+        key: SettingKey,
+        /// true or false for a switch; a number or `none` for a sandbox limit; colon-separated
+        /// absolute paths for WritablePaths.
+        value: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod call;
+mod help;
 mod install;
 mod lifecycle;
 mod metadata;
