@@ -11,13 +11,20 @@
 #   <!-- readme-test: may-fail -->    run; any exit status but "not found" (126/127) and a usage
 #                                     error (2) passes: `clawmcp doctor` reports by its status
 #
-# The environment is a new user's: HOME is a fresh directory (so the data dir is the default
+# The environment is a new user's: HOME is an empty directory (so the data dir is the default
 # ~/.config/clawmcp in it), CARGO_HOME is $HOME/.cargo (as rustup sets it up), and PATH holds the
 # toolchain, the system and $HOME/.cargo/bin only, so `clawmcp` is found only where the
 # README's `cargo install` put it. The registry is reached as usual (the index and crates come
-# down once per run); CARGO_TARGET_DIR is reused so a warm release build is not redone. Only the
-# port differs from the README: a free one through OPENCLAW_MCP_PORT, which `clawmcp node` and
-# `clawmcp call` both read, so the test never meets a node of the machine on 8765.
+# down again on every run). Only the port differs from the README: a free one through
+# OPENCLAW_MCP_PORT, which `clawmcp node` and `clawmcp call` both read, so the test never meets
+# a node of the machine on 8765.
+#
+# Why HOME is always the same path (emptied at each start) rather than a new temp dir: cargo's
+# fingerprint of a registry crate includes the absolute path of its unpacked source, under
+# CARGO_HOME. A new CARGO_HOME path per run rebuilt all ~240 dependencies every time (282 s
+# here, measured), even with CARGO_TARGET_DIR reused; at a fixed path the release build in
+# CARGO_TARGET_DIR is reused and only what changed is rebuilt. The first run on a machine still
+# builds everything (the e2e suite's release build lives under the real CARGO_HOME's paths).
 #
 #   bash e2e/install/readme_install.sh [--keep]
 set -euo pipefail
@@ -50,7 +57,11 @@ while i < len(lines):
 PY
 }
 
-TMP="$(mktemp -d /tmp/clawmcp-readme.XXXXXX)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+TMP="$CARGO_TARGET_DIR/readme-install"
+# Only ever our own directory: a leftover of the previous run, by this fixed name.
+rm -rf -- "$TMP"
+mkdir -p "$TMP"
 NODE_PID=""
 finish() {
   local rc=$?
@@ -72,7 +83,6 @@ trap finish EXIT
 # The toolchain the caller uses, found before HOME changes (rustup keeps it under the old HOME).
 CARGO_BIN_DIR="$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")"
 export RUSTUP_HOME="${RUSTUP_HOME:-$(rustup show home 2>/dev/null || echo "$HOME/.rustup")}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export HOME="$TMP/home"
 export CARGO_HOME="$HOME/.cargo"
 export PATH="$CARGO_HOME/bin:$CARGO_BIN_DIR:/usr/local/bin:/usr/bin:/bin"

@@ -64,6 +64,13 @@ fn install(unit_path: &Path, node_matches: &ArgMatches, data: &DataDir, no_enabl
     let program = std::env::current_exe().context("cannot find the path of this clawmcp binary")?;
     let mut argv = vec![program.into_os_string(), "node".into()];
     argv.extend(node_flags(node_matches, data)?);
+    if node_matches.value_source("gateway_headers") == Some(ValueSource::CommandLine) {
+        // No file form exists for a header, so it is written; say where it can be read.
+        output::note(
+            "note: the --gateway-header values are written into the unit (mode 0600) and, as for any start with them, \
+             visible in the process list",
+        );
+    }
     let unit = unit_file(&argv)?;
     refuse_foreign(unit_path)?;
     let dir = unit_path.parent().expect("the unit path has a directory");
