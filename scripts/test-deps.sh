@@ -3,7 +3,9 @@
 #   xvfb, dunst          - a display and a notification daemon for system.notify tests
 #   xclip                - the other program that pastes what clipboard.write put there and copies what clipboard.read reads
 #   sway, wl-clipboard   - a headless Wayland compositor and wl-copy/wl-paste for the clipboard's Wayland backend
-#   dbus, dbus-bin, systemd (busctl, used by dunstctl) - private session buses
+#   dbus, dbus-bin, systemd (busctl, used by dunstctl) - private session buses; systemd's
+#                          systemd-analyze also verifies the unit `clawmcp node service install` writes
+#   groff-base           - renders `clawmcp man`'s pages in the man page tests
 #   iproute2             - network namespaces for device.status network tests
 #   e2fsprogs (chattr)   - immutable directories for permission tests run as root
 #   procps               - ps/pgrep in process-tree tests
@@ -18,7 +20,7 @@
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
+packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
   xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk)
 
 missing=()

@@ -5,18 +5,48 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+
+/// `clawmcp --version`: the release and the git commit it was built from (`build.rs`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CLAWMCP_GIT_COMMIT"), ")");
 
 /// clawmcp: OpenClaw and the Model Context Protocol, connected in every direction.
 #[derive(Debug, Parser)]
-#[command(name = "clawmcp", version, propagate_version = true, arg_required_else_help = true)]
+#[command(name = "clawmcp", version = VERSION, propagate_version = true, arg_required_else_help = true)]
 pub struct Cli {
-    /// More logging on stderr (repeat for more). `RUST_LOG` overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
+    #[command(flatten)]
+    pub log: LogArgs,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Where logs go and how they look: the same for every command.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Logging")]
+pub struct LogArgs {
+    /// More logging (repeat for more). `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
+
+    /// Log warnings and errors only. `RUST_LOG` overrides.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// Log lines as text, or as one JSON object per line (for log collectors).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+
+    /// Append the log to this file (created 0600; a symlink, FIFO or another user's file is
+    /// refused) instead of stderr.
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -47,6 +77,27 @@ pub enum Command {
     /// Stdio MCP server: the gateway's tools (via POST /tools/invoke) plus local read, write,
     /// edit, exec, process, glob, grep and sessions_yield (a drop-in for the tools bridge).
     Tools(ToolsArgs),
+    /// Print a shell completion script, e.g. `clawmcp completions bash >
+    /// ~/.local/share/bash-completion/completions/clawmcp`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `clawmcp man | man -l -`, or write one page per
+    /// subcommand with --out-dir.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write clawmcp.1 and one page per subcommand (clawmcp-node.1, clawmcp-node-status.1, ...)
+    /// into this directory instead of printing clawmcp.1.
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub out_dir: Option<PathBuf>,
 }
 
 /// Where the node keeps its state.
@@ -54,7 +105,7 @@ pub enum Command {
 pub struct DataDirArg {
     /// Data directory (token, settings.json, exec-approvals.json). Default: the platform config
     /// dir, e.g. ~/.config/clawmcp.
-    #[arg(long, global = true, env = "CLAWMCP_DATA_DIR", value_name = "DIR")]
+    #[arg(long, global = true, env = "CLAWMCP_DATA_DIR", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -97,6 +148,32 @@ pub enum NodeAction {
     /// Show what the running node serves: the MCP listener, the gateway connection and pairing,
     /// the last error with what to do about it.
     Status(NodeStatusArgs),
+    /// Run the node as a systemd user service (logs in the journal), with the node flags given
+    /// before `service`: `clawmcp node --port 9000 service install`.
+    Service(ServiceArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ServiceAction {
+    /// Write ~/.config/systemd/user/clawmcp-node.service (ExecStart: this binary, `node` and the
+    /// node flags given before `service`; Restart=on-failure), then `systemctl --user
+    /// daemon-reload` and `enable --now` it, or print those commands when the user's systemd
+    /// cannot be reached.
+    Install {
+        /// Write the unit only; print the systemctl commands that enable and start it.
+        #[arg(long)]
+        no_enable: bool,
+    },
+    /// Stop and disable the service (when systemd is reachable) and remove the unit file.
+    Uninstall,
+    /// Where the unit file is, what it runs, and whether systemd runs it.
+    Status,
 }
 
 #[derive(Debug, Args)]
@@ -113,7 +190,7 @@ pub struct NodeStatusArgs {
 /// settings.json (secret values excepted) and turn gateway node mode on.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GatewayNodeArgs {
-    /// Connect to this gateway as a node (ws:// or wss://). Without it, a saved GatewayUrl, then
+    /// Connect to this gateway as a node (wss://, or ws:// to a loopback host). Without it, a saved GatewayUrl, then
     /// OPENCLAW_GATEWAY_URL and ~/.openclaw/openclaw.json decide, as for `openclaw node run`.
     #[arg(long, value_name = "URL")]
     pub gateway_url: Option<String>,
@@ -124,7 +201,7 @@ pub struct GatewayNodeArgs {
     pub gateway_token: Option<String>,
 
     /// A file holding the gateway's shared token.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub gateway_token_file: Option<PathBuf>,
 
     /// The gateway's password (not saved: prefer --gateway-password-file).
@@ -132,7 +209,7 @@ pub struct GatewayNodeArgs {
     pub gateway_password: Option<String>,
 
     /// A file holding the gateway's password.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub gateway_password_file: Option<PathBuf>,
 
     /// This node's display name on the gateway (default: the host name).
@@ -347,7 +424,12 @@ pub enum SettingsAction {
     /// false; the sandbox's limits a number or `none` (no limit); WritablePaths a
     /// colon-separated list of absolute paths (empty for none); NodeFileRoots too (empty for the
     /// home directory).
-    Set { key: SettingKey, value: String },
+    Set {
+        key: SettingKey,
+        /// true or false for a switch; a number or `none` for a sandbox limit; colon-separated
+        /// absolute paths for WritablePaths and NodeFileRoots.
+        value: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -410,7 +492,7 @@ pub struct ServeArgs {
     pub token: Option<String>,
 
     /// Read the gateway token from a file.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub token_file: Option<PathBuf>,
 
     /// Gateway password.
@@ -418,7 +500,7 @@ pub struct ServeArgs {
     pub password: Option<String>,
 
     /// Read the gateway password from a file.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub password_file: Option<PathBuf>,
 
     /// Claude channel notifications: auto (the default) behaves like on.
@@ -438,13 +520,13 @@ pub struct ToolsArgs {
     #[command(subcommand)]
     pub action: Option<ToolsAction>,
 
-    /// Gateway URL (ws:// or http://). Default: from OPENCLAW_GATEWAY_URL / openclaw.json, else
-    /// the local gateway.
+    /// Gateway WebSocket URL: wss://, or ws:// to a loopback host. Default: from
+    /// OPENCLAW_GATEWAY_URL / openclaw.json, else the local gateway.
     #[arg(long, global = true, value_name = "URL")]
     pub url: Option<String>,
 
     /// Read the gateway token from a file (default: OPENCLAW_GATEWAY_TOKEN or openclaw.json).
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub token_file: Option<PathBuf>,
 
     /// Serve only the tools matching these comma-separated globs, e.g. 'read,grep,sessions_*';
@@ -460,7 +542,7 @@ pub enum ToolsAction {
     /// Ask the running gateway for its tools and write the snapshot used when it cannot be asked.
     Regen {
         /// Where to write the snapshot (default: the clawmcp data dir's tools-snapshot.json).
-        #[arg(long, value_name = "PATH")]
+        #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
         output: Option<PathBuf>,
     },
 }

@@ -12,10 +12,15 @@ mod stdio_relay;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
-    logging::init(cli.verbose);
-    exit::report(commands::run(cli.command))
+    // The matches are kept beside the parsed values: `clawmcp node service install` writes the
+    // node flags that were given (not their defaults) into the unit, which only they record.
+    let matches = args::Cli::command().get_matches();
+    let cli = args::Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    if let Err(error) = logging::init(&cli.log) {
+        return exit::report(Err(error));
+    }
+    exit::report(commands::run(cli.command, &matches))
 }

@@ -20,3 +20,11 @@ pub fn error(text: &str) {
 pub fn note(text: &str) {
     eprintln!("{text}");
 }
+
+/// Prints generated text (a completion script, a man page) to stdout as it is. A closed stdout
+/// is not an error, as for [`data`].
+pub fn raw(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes);
+    let _ = out.flush();
+}

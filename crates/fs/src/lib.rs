@@ -18,7 +18,9 @@ pub use open::{
     BoundedRead, FileKind, NotRegular, Symlinks, into_text, is_refused_symlink, not_regular_kind, open_regular,
     read_bounded, read_regular_file,
 };
-pub use state::{Exposed, StateRules, Untrusted, check_private_dir, open_state_file, read_state_file, untrusted};
+pub use state::{
+    Exposed, StateRules, Untrusted, check_private_dir, open_private_append, open_state_file, read_state_file, untrusted,
+};
 
 use std::fs;
 use std::io::{self, Write};

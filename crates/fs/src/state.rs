@@ -111,10 +111,51 @@ pub fn read_state_file(path: &Path, rules: StateRules) -> io::Result<Option<Vec<
 /// Opens a state file and checks it (see the module doc) without reading it.
 pub fn open_state_file(path: &Path, exposed: Exposed) -> io::Result<(File, Metadata)> {
     let (file, meta) = open_current(path)?;
-    check_owner_and_writers(path, &meta, Kind::File)?;
+    check_state_file(path, &file, &meta, exposed)?;
+    Ok((file, meta))
+}
+
+/// Opens `path` for appending under the same rules as a state file: created 0600 when missing;
+/// an existing file must be a regular file (never followed through a symlink, never a FIFO:
+/// opened non-blocking, a FIFO without a reader is refused instead of waited on), ours, with one
+/// name and no other writer; one that others can read is made 0600 with a warning. For logs,
+/// which may hold what a user would not show everyone (paths, tool names, gateway errors).
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
     #[cfg(unix)]
     {
-        let links = std::os::unix::fs::MetadataExt::nlink(&meta);
+        use nix::fcntl::OFlag;
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+        options.custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY).bits());
+    }
+    let file = options.open(path).map_err(|error| {
+        let error = match error.raw_os_error().map(nix::errno::Errno::from_raw) {
+            // A FIFO nobody reads (ENXIO) and a symlink (ELOOP) are named as such.
+            Some(nix::errno::Errno::ENXIO) => std::fs::symlink_metadata(path)
+                .ok()
+                .as_ref()
+                .and_then(FileKind::of)
+                .map_or(error, |kind| io::Error::new(io::ErrorKind::InvalidInput, crate::NotRegular(kind))),
+            _ => error,
+        };
+        refusal_for_open(path, error)
+    })?;
+    let meta = file.metadata()?;
+    if let Some(kind) = FileKind::of(&meta) {
+        return Err(refusal_for_open(path, io::Error::new(io::ErrorKind::InvalidInput, crate::NotRegular(kind))));
+    }
+    check_state_file(path, &file, &meta, Exposed::MakePrivate)?;
+    Ok(file)
+}
+
+/// The rules of the module doc for an opened regular file: owner, writers, one name, exposure.
+fn check_state_file(path: &Path, file: &File, meta: &Metadata, exposed: Exposed) -> io::Result<()> {
+    check_owner_and_writers(path, meta, Kind::File)?;
+    #[cfg(unix)]
+    {
+        let links = std::os::unix::fs::MetadataExt::nlink(meta);
         if links != 1 {
             return Err(Untrusted::error(
                 path,
@@ -123,8 +164,7 @@ pub fn open_state_file(path: &Path, exposed: Exposed) -> io::Result<(File, Metad
             ));
         }
     }
-    handle_exposed_mode(path, &file, &meta, exposed)?;
-    Ok((file, meta))
+    handle_exposed_mode(path, file, meta, exposed)
 }
 
 /// How often a file replaced while being opened is opened again (each retry is one `open` and
@@ -350,6 +390,53 @@ mod tests {
             true
         } else {
             false
+        }
+    }
+
+    #[test]
+    fn an_appended_file_is_created_0600_and_appended_to() {
+        use std::io::Write;
+        let (_root, dir) = private_dir();
+        let log = dir.join("node.log");
+        open_private_append(&log).unwrap().write_all(b"one\n").unwrap();
+        assert_eq!(mode(&log), 0o600);
+        open_private_append(&log).unwrap().write_all(b"two\n").unwrap();
+        assert_eq!(fs::read_to_string(&log).unwrap(), "one\ntwo\n");
+        // One that others can read is made private; one others can write is refused.
+        set_mode(&log, 0o644);
+        open_private_append(&log).unwrap();
+        assert_eq!(mode(&log), 0o600);
+        set_mode(&log, 0o622);
+        assert!(refusal(open_private_append(&log).unwrap_err()).contains("writable"), "group/others may write");
+        assert_eq!(fs::read_to_string(&log).unwrap(), "one\ntwo\n");
+    }
+
+    #[test]
+    fn an_appended_file_is_never_a_link_a_fifo_or_another_users() {
+        let (_root, dir) = private_dir();
+        let target = dir.join("target");
+        fs::write(&target, "kept").unwrap();
+        let link = dir.join("link.log");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(refusal(open_private_append(&link).unwrap_err()).contains("symbolic link"));
+        let dangling = dir.join("dangling.log");
+        std::os::unix::fs::symlink(dir.join("absent"), &dangling).unwrap();
+        assert!(refusal(open_private_append(&dangling).unwrap_err()).contains("symbolic link"));
+        assert!(!dir.join("absent").exists(), "no file created through a dangling link");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "kept");
+        // A FIFO nobody reads: refused at once, not waited on.
+        let fifo = dir.join("fifo.log");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(refusal(open_private_append(&fifo).unwrap_err()).contains("FIFO"));
+        let linked = dir.join("linked.log");
+        fs::write(&linked, "").unwrap();
+        fs::hard_link(&linked, dir.join("second-name")).unwrap();
+        assert!(refusal(open_private_append(&linked).unwrap_err()).contains("hard links"));
+        let theirs = dir.join("theirs.log");
+        fs::write(&theirs, "").unwrap();
+        set_mode(&theirs, 0o600);
+        if give_away(&theirs) {
+            assert!(refusal(open_private_append(&theirs).unwrap_err()).contains("chown"));
         }
     }
 

@@ -4,9 +4,11 @@
 pub mod approvals;
 pub mod approvals_policy;
 pub mod call;
+pub mod completions;
 pub mod doctor;
 pub mod node;
 pub mod node_app;
+pub mod node_service;
 pub mod node_status;
 pub mod serve;
 pub mod settings;
@@ -22,10 +24,11 @@ use crate::args::{Command, DataDirArg, EndpointArgs};
 use crate::client::{NodeClient, TokenSource};
 use crate::exit::UsageError;
 
-/// Runs the chosen subcommand.
-pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+/// Runs the chosen subcommand. `matches` are the parsed command line, for the commands that
+/// need to know which flags were given rather than their values.
+pub fn run(command: Command, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Node(args) => node::run(args),
+        Command::Node(args) => node::run(args, matches.subcommand_matches("node").expect("the node subcommand")),
         Command::Call(args) => call::run(args),
         Command::Token(args) => token::run(args),
         Command::Approvals(args) => approvals::run(args),
@@ -33,6 +36,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tools(args) => tools::run(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     }
 }
 

@@ -28,16 +28,20 @@ use clawmcp_node_gateway::{NodeLink, NodeLinkConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{GatewayNodeArgs, NodeAction, NodeArgs};
-use crate::commands::{data_dir, node_app, node_status, stop_on_signal};
+use crate::commands::{data_dir, node_app, node_service, node_status, stop_on_signal};
 use crate::exit::UsageError;
 use crate::output;
 
 /// `serverInfo.name` in `initialize`.
 pub const SERVER_NAME: &str = "clawmcp-node";
 
-pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
-    if let Some(NodeAction::Status(status)) = args.action {
-        return node_status::run(status);
+pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Some(NodeAction::Status(status)) => return node_status::run(status),
+        Some(NodeAction::Service(service)) => {
+            return node_service::run(service.action, matches, &data_dir(&args.data_dir)?);
+        }
+        None => {}
     }
     let filter = ToolFilter::parse(args.tools.as_deref().unwrap_or_default()).map_err(|e| UsageError(e.to_string()))?;
     let data = data_dir(&args.data_dir)?;

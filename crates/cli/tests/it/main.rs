@@ -11,6 +11,8 @@ mod approvals;
 mod approvals_policy;
 mod call;
 mod doctor;
+mod help;
+mod install;
 mod lifecycle;
 mod metadata;
 mod node;
