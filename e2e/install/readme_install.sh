@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's install and quick start, run as written, from a fresh CARGO_HOME and HOME.
+# The README's install and quick start, run as written, from a fresh HOME and install root.
 #
 # The README's code blocks are this test's input: every ```sh block right after a
 # `<!-- readme-test -->` line runs here, in README order, from the repository root, so a
@@ -12,19 +12,17 @@
 #                                     error (2) passes: `clawmcp doctor` reports by its status
 #
 # The environment is a new user's: HOME is an empty directory (so the data dir is the default
-# ~/.config/clawmcp in it), CARGO_HOME is $HOME/.cargo (as rustup sets it up), and PATH holds the
-# toolchain, the system and $HOME/.cargo/bin only, so `clawmcp` is found only where the
-# README's `cargo install` put it. The registry is reached as usual (the index and crates come
-# down again on every run). Only the port differs from the README: a free one through
-# OPENCLAW_MCP_PORT, which `clawmcp node` and `clawmcp call` both read, so the test never meets
-# a node of the machine on 8765.
+# ~/.config/clawmcp in it), `cargo install` puts the binary in $HOME/.cargo/bin (as it does
+# for a rustup user) and PATH holds the toolchain, the system and $HOME/.cargo/bin only, so
+# `clawmcp` is found only where the README's `cargo install` put it. Only the port differs from
+# the README: a free one through OPENCLAW_MCP_PORT, which `clawmcp node` and `clawmcp call`
+# both read, so the test never meets a node of the machine on 8765.
 #
-# Why HOME is always the same path (emptied at each start) rather than a new temp dir: cargo's
-# fingerprint of a registry crate includes the absolute path of its unpacked source, under
-# CARGO_HOME. A new CARGO_HOME path per run rebuilt all ~240 dependencies every time (282 s
-# here, measured), even with CARGO_TARGET_DIR reused; at a fixed path the release build in
-# CARGO_TARGET_DIR is reused and only what changed is rebuilt. The first run on a machine still
-# builds everything (the e2e suite's release build lives under the real CARGO_HOME's paths).
+# What is shared with the caller: the registry cache (CARGO_HOME stays the caller's, with
+# CARGO_INSTALL_ROOT=$HOME/.cargo as the install destination) and CARGO_TARGET_DIR. Cargo's
+# fingerprint of a registry crate includes the absolute path of its unpacked source under
+# CARGO_HOME, so a new CARGO_HOME rebuilt all ~240 dependencies every run (282 s measured);
+# with the caller's, the e2e suite's release build is reused and the install relinks.
 #
 #   bash e2e/install/readme_install.sh [--keep]
 set -euo pipefail
@@ -83,14 +81,15 @@ trap finish EXIT
 # The toolchain the caller uses, found before HOME changes (rustup keeps it under the old HOME).
 CARGO_BIN_DIR="$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")"
 export RUSTUP_HOME="${RUSTUP_HOME:-$(rustup show home 2>/dev/null || echo "$HOME/.rustup")}"
+export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 export HOME="$TMP/home"
-export CARGO_HOME="$HOME/.cargo"
-export PATH="$CARGO_HOME/bin:$CARGO_BIN_DIR:/usr/local/bin:/usr/bin:/bin"
+export CARGO_INSTALL_ROOT="$HOME/.cargo"
+export PATH="$CARGO_INSTALL_ROOT/bin:$CARGO_BIN_DIR:/usr/local/bin:/usr/bin:/bin"
 unset CLAWMCP_DATA_DIR XDG_CONFIG_HOME XDG_DATA_HOME OPENCLAW_MCP_TOKEN RUST_LOG
 mkdir -p "$HOME"
 OPENCLAW_MCP_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 export OPENCLAW_MCP_PORT
-log "HOME=$HOME CARGO_HOME=$CARGO_HOME CARGO_TARGET_DIR=$CARGO_TARGET_DIR port $OPENCLAW_MCP_PORT"
+log "HOME=$HOME CARGO_INSTALL_ROOT=$CARGO_INSTALL_ROOT CARGO_HOME=$CARGO_HOME CARGO_TARGET_DIR=$CARGO_TARGET_DIR port $OPENCLAW_MCP_PORT"
 if command -v clawmcp >/dev/null; then die "clawmcp is on PATH before the install: $(command -v clawmcp)"; fi
 
 extract_blocks >"$TMP/blocks" || die "README.md: cannot read the readme-test blocks"
@@ -136,8 +135,8 @@ while IFS=$'\t' read -r -d '' mode text; do
   log "block $blocks: ok in $((SECONDS - started_at)) s"
   if [[ "$text" == *"cargo install"* ]]; then
     installed=1
-    [[ "$(command -v clawmcp)" == "$CARGO_HOME/bin/clawmcp" ]] \
-      || die "after the README's install, clawmcp is $(command -v clawmcp || echo 'not on PATH'), not $CARGO_HOME/bin/clawmcp"
+    [[ "$(command -v clawmcp)" == "$CARGO_INSTALL_ROOT/bin/clawmcp" ]] \
+      || die "after the README's install, clawmcp is $(command -v clawmcp || echo 'not on PATH'), not $CARGO_INSTALL_ROOT/bin/clawmcp"
     expected="clawmcp $(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1) ($(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown))"
     [[ "$(clawmcp --version)" == "$expected" ]] || die "clawmcp --version is '$(clawmcp --version)', not '$expected'"
   fi
