@@ -166,6 +166,28 @@ impl NodeClient {
         Ok(self.mcp.request(id, method, params).await?)
     }
 
+    /// [`request`](Self::request), with each progress `message` the node sends before its
+    /// answer handed to `on_progress` as it arrives (only a call that carries a progress token
+    /// gets any).
+    pub async fn request_with_progress(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: Option<&Value>,
+        mut on_progress: impl FnMut(&str),
+    ) -> Result<Answer, ClientError> {
+        let observe = |message: &clawmcp_mcp::client::ServerMessage| {
+            if let clawmcp_mcp::client::ServerMessage::Notification { method, params: Some(params) } = message
+                && method == "notifications/progress"
+                && let Ok(progress) = serde_json::from_str::<Value>(params.get())
+                && let Some(text) = progress.get("message").and_then(Value::as_str)
+            {
+                on_progress(text);
+            }
+        };
+        Ok(self.mcp.request_observing(id, method, params, observe).await?)
+    }
+
     /// Asks the node to cancel the request `id` (`notifications/cancelled`).
     pub async fn cancel(&self, id: &RequestId, reason: &str) -> Result<(), ClientError> {
         Ok(self.mcp.cancel(id, reason).await?)

@@ -28,3 +28,10 @@ pub fn raw(bytes: &[u8]) {
     let _ = out.write_all(bytes);
     let _ = out.flush();
 }
+
+/// Prints what a running call says about itself (an MCP progress message) to stderr as
+/// `progress: ...`, one line each.
+pub fn progress(text: &str) {
+    // One line per message whatever the node sent: a message is the node's, not ours to lay out.
+    eprintln!("progress: {}", text.replace(['\n', '\r'], " "));
+}

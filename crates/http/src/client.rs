@@ -204,7 +204,7 @@ impl McpClient {
             let response = self.send(Bytes::from(request_frame(&id, "initialize", Some(params)))).await?;
             let session = response.headers().get(SESSION_ID_HEADER).cloned();
             let reply = self.reply(response).await?;
-            Ok::<_, ClientError>((session, self.answer_of(&id, reply).await?))
+            Ok::<_, ClientError>((session, self.answer_of(&id, reply, &mut |_| {}).await?))
         };
         let (session, answer) = self.within_timeout(exchange).await?;
         let result = match answer {
@@ -224,8 +224,21 @@ impl McpClient {
     /// Sends a request and waits, within the timeout, for its answer: the result, or the
     /// server's error. Notifications streamed before it are skipped.
     pub async fn request(&self, id: &RequestId, method: &str, params: Option<&Value>) -> Result<Answer, ClientError> {
+        self.request_observing(id, method, params, |_| {}).await
+    }
+
+    /// [`request`](Self::request), handing every other message the server sends before the
+    /// answer (progress notifications of a call made with a progress token, log messages) to
+    /// `observe` as it arrives.
+    pub async fn request_observing(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: Option<&Value>,
+        mut observe: impl FnMut(&ServerMessage),
+    ) -> Result<Answer, ClientError> {
         let body = Bytes::from(request_frame(id, method, params));
-        self.within_timeout(async { self.answer_of(id, self.post(body).await?).await }).await
+        self.within_timeout(async { self.answer_of(id, self.post(body).await?, &mut observe).await }).await
     }
 
     /// Sends a notification, within the timeout; only the HTTP status is awaited.
@@ -265,7 +278,12 @@ impl McpClient {
     }
 
     /// Reads the answer to `id` out of a reply.
-    async fn answer_of(&self, id: &RequestId, reply: Reply) -> Result<Answer, ClientError> {
+    async fn answer_of(
+        &self,
+        id: &RequestId,
+        reply: Reply,
+        observe: &mut impl FnMut(&ServerMessage),
+    ) -> Result<Answer, ClientError> {
         match reply {
             Reply::Accepted => Err(ClientError::Unanswered { endpoint: self.endpoint() }),
             Reply::Frame(body) => match self.message(&body)? {
@@ -276,7 +294,10 @@ impl McpClient {
                 while let Some(frame) = events.next().await {
                     match self.message(frame?.as_bytes())? {
                         ServerMessage::Response(response) if response.answers(id) => return self.decoded(response),
-                        other => tracing::debug!("skipped {} while waiting for request {id}", describe(&other)),
+                        other => {
+                            tracing::debug!("read {} while waiting for request {id}", describe(&other));
+                            observe(&other);
+                        }
                     }
                 }
                 Err(self.bad_response(format!("the event stream ended without the answer to request {id}")))

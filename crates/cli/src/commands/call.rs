@@ -3,7 +3,9 @@
 //! Output follows the upstream `winnode` contract: a tool's JSON payload pretty-printed (or its
 //! raw text), `tools/list` as the whole result; a tool error's text on stderr with exit 1. On
 //! Ctrl-C the call is cancelled on the node (`notifications/cancelled`), so a long `system.run`
-//! really stops.
+//! really stops. What the command says while it works (MCP progress messages: "waiting for
+//! approval <id>: run `clawmcp approvals allow-once <id>`", "running for 10 s") goes to stderr
+//! as it arrives.
 //!
 //! `call --stdio` is not one request but a whole MCP session relayed to the node: see
 //! [`crate::stdio_relay`].
@@ -33,14 +35,17 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let (method, params) = match &args.command {
         Some(command) => {
             let arguments = parse_params(args.params.as_deref())?;
-            ("tools/call", Some(json!({"name": command, "arguments": arguments})))
+            // A progress token: the node then streams what the command says while it works
+            // (a system.run waiting for approval says so at once, with the command that
+            // approves it), and this prints it on stderr; stdout stays the result alone.
+            ("tools/call", Some(json!({"name": command, "arguments": arguments, "_meta": {"progressToken": 1}})))
         }
         None => ("tools/list", None),
     };
     let runtime = client_runtime()?;
     runtime.block_on(async {
         let id = RequestId::number(1);
-        let request = client.request(&id, method, params.as_ref());
+        let request = client.request_with_progress(&id, method, params.as_ref(), output::progress);
         tokio::pin!(request);
         let answer = tokio::select! {
             answer = &mut request => answer,

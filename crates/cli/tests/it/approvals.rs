@@ -52,6 +52,15 @@ fn allow_once_runs_the_waiting_command_and_remembers_nothing() {
     let (id, line) = wait_for_prompt(&sandbox, &node, "echo approved", &mut call);
     assert!(line.contains("agent=main") && line.contains("exe=/"), "the line shows who and what: {line}");
     assert_eq!(id.len(), 8, "{line}");
+    // While it waits, the caller's stderr already says so, with the command that approves it
+    // (the node's MCP progress message, sent when the wait starts; stdout stays the result).
+    let said = format!("progress: waiting for approval {id}: run `clawmcp approvals allow-once {id}`");
+    wait_for(
+        WAIT_LIMIT,
+        "the waiting call to say it waits for approval",
+        || call.stderr().contains(&said).then_some(()),
+        || format!("call stderr:\n{}", call.stderr()),
+    );
     node.run(&sandbox, "approvals", &["allow-once", &id]).assert().success().stderr(contains("allow-once"));
 
     let done = call.wait("the approved call to finish");
