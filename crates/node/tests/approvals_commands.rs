@@ -157,6 +157,23 @@ fn a_get_set_round_trip_is_accepted_when_the_file_has_blank_patterns() {
     assert_eq!(result["file"], snapshot["file"]);
 }
 
+/// Found by the fuzz target `exec_approvals` too: a hand-written agent with a blank id (no caller
+/// has one, a blank id is `main`, so it never applies) was shown by `get`, and `set` refuses blank
+/// agent ids. The snapshot and every save leave it out, as blank patterns.
+#[test]
+fn a_get_set_round_trip_is_accepted_when_the_file_has_an_agent_with_a_blank_id() {
+    let fx = Fixture::with_policy(json!({
+        "version": 1,
+        "agents": {"ops": {"ask": "always"}, "": {"ask": "on-miss"}, "  ": {"security": "full"}}
+    }));
+    let snapshot = fx.approvals.get_snapshot().unwrap();
+    assert_eq!(snapshot["file"]["agents"], json!({"ops": {"ask": "always"}}));
+    let result =
+        fx.approvals.set_from_args(&args(json!({"baseHash": snapshot["hash"], "file": snapshot["file"]}))).unwrap();
+    assert_eq!(result["file"], snapshot["file"]);
+    assert_eq!(fx.read_policy()["agents"], json!({"ops": {"ask": "always"}}), "the save leaves it out too");
+}
+
 #[test]
 fn loosening_is_refused_per_scope() {
     let fx = Fixture::with_policy(json!({

@@ -321,7 +321,7 @@ impl ApprovalsFile {
     pub fn normalized_for_save(mut self, current_socket: Option<&SocketConfig>) -> Self {
         self.version = Some(FILE_VERSION);
         self.defaults = Some(Policy::DEFAULT.with_overrides(self.defaults.as_ref()).into_fields());
-        tidy_allowlists(self.agents.get_or_insert_with(IndexMap::new));
+        tidy_agents(self.agents.get_or_insert_with(IndexMap::new));
         let path = self.socket.as_ref().and_then(|s| s.path.clone()).or_else(|| current_socket?.path.clone());
         let token = self.socket.as_ref().and_then(|s| s.token.clone()).or_else(|| current_socket?.token.clone());
         self.socket = (path.is_some() || token.is_some()).then_some(SocketConfig { path, token });
@@ -330,12 +330,13 @@ impl ApprovalsFile {
 
     /// The file as `system.execApprovals.get` shows it: defaults spelled out, `agents` always
     /// present, allowlists as a save writes them, the socket reduced to its path (the token is a
-    /// credential). Sending it back unchanged is always accepted: it holds no blank pattern,
-    /// which `set` refuses and which the file itself may hold (written by hand).
+    /// credential). Sending it back unchanged is always accepted: it holds no blank pattern and no
+    /// agent with a blank id, which `set` refuses and which the file itself may hold (written by
+    /// hand).
     pub fn redacted_for_snapshot(&self) -> Self {
         let socket_path = self.socket.as_ref().and_then(|s| s.path.as_deref()).map(str::trim).filter(|p| !p.is_empty());
         let mut agents = self.agents.clone().unwrap_or_default();
-        tidy_allowlists(&mut agents);
+        tidy_agents(&mut agents);
         ApprovalsFile {
             version: Some(FILE_VERSION),
             socket: socket_path.map(|path| SocketConfig { path: Some(path.to_string()), token: None }),
@@ -345,9 +346,12 @@ impl ApprovalsFile {
     }
 }
 
-/// Allowlists in the form saves write and snapshots show: entries with a blank pattern (which
-/// never match, see [`ApprovalsFile::effective`]) dropped, the other patterns trimmed.
-fn tidy_allowlists(agents: &mut IndexMap<String, AgentPolicy>) {
+/// Agents in the form saves write and snapshots show: an agent with a blank id (no caller ever
+/// has one: [`normalize_agent_id`] makes a blank id `main`, so its policy never applies, and
+/// `set` refuses it) dropped; entries with a blank pattern (which never match, see
+/// [`ApprovalsFile::effective`]) dropped, the other patterns trimmed.
+fn tidy_agents(agents: &mut IndexMap<String, AgentPolicy>) {
+    agents.retain(|id, _| !id.trim().is_empty());
     for list in agents.values_mut().filter_map(|agent| agent.allowlist.as_mut()) {
         list.retain(|entry| !entry.pattern.trim().is_empty());
         for entry in list.iter_mut() {
