@@ -3,6 +3,7 @@
 //! JPEG encoding, and bounded PNG decoding. One implementation, so a screenshot and a pasted image
 //! are scaled, encoded and capped alike.
 
+use std::borrow::Cow;
 use std::io::Cursor;
 
 use fast_image_resize::PixelType;
@@ -83,25 +84,27 @@ pub fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32
     }
 }
 
-/// `pixels` scaled to [`target_size`] (bilinear), or as they are when they already fit.
-pub fn fit(pixels: Pixels, max_width: Option<u32>) -> Result<Pixels, String> {
+/// `pixels` scaled to [`target_size`] (bilinear), or as they are (borrowed, not copied) when
+/// they already fit.
+pub fn fit(pixels: &Pixels, max_width: Option<u32>) -> Result<Cow<'_, Pixels>, String> {
     let (width, height) = target_size(pixels.width, pixels.height, max_width);
     if (width, height) == (pixels.width, pixels.height) {
-        return Ok(pixels);
+        return Ok(Cow::Borrowed(pixels));
     }
-    resize(pixels, width, height)
+    resize(pixels, width, height).map(Cow::Owned)
 }
 
 /// `pixels` fitted as [`fit`] does and encoded by `encode`. Without `max_width` the encoding is
 /// also kept within [`DEFAULT_MAX_BYTES`]: one over it is scaled down from the source by the
 /// square root of how far over it was (bytes follow the pixel count), with a margin, and encoded
 /// again, at most [`MAX_REFITS`] times. A caller that names `maxWidth` gets exactly that.
+/// The source is only read (a full screen is 6 MB: a copy of it was a tenth of a snapshot's time).
 pub fn fit_encoded(
-    source: Pixels,
+    source: &Pixels,
     max_width: Option<u32>,
     encode: impl Fn(&Pixels) -> Result<Vec<u8>, String>,
 ) -> Result<(u32, u32, Vec<u8>), String> {
-    let fitted = fit(source.clone(), max_width)?;
+    let fitted = fit(source, max_width)?;
     let mut answer = (fitted.width, fitted.height, encode(&fitted)?);
     drop(fitted);
     if max_width.is_some() {
@@ -118,19 +121,19 @@ pub fn fit_encoded(
         if (to_width, to_height) == (width, height) {
             break;
         }
-        let smaller = resize(source.clone(), to_width, to_height)?;
+        let smaller = resize(source, to_width, to_height)?;
         answer = (to_width, to_height, encode(&smaller)?);
     }
     Ok(answer)
 }
 
-fn resize(pixels: Pixels, to_width: u32, to_height: u32) -> Result<Pixels, String> {
-    use fast_image_resize::images::Image;
+fn resize(pixels: &Pixels, to_width: u32, to_height: u32) -> Result<Pixels, String> {
+    use fast_image_resize::images::{Image, ImageRef};
     use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
     let failed = |error: &dyn std::fmt::Display| format!("cannot scale: {error}");
     let layout = pixels.layout;
     let source =
-        Image::from_vec_u8(pixels.width, pixels.height, pixels.data, layout.pixel_type()).map_err(|e| failed(&e))?;
+        ImageRef::new(pixels.width, pixels.height, &pixels.data, layout.pixel_type()).map_err(|e| failed(&e))?;
     let mut target = Image::new(to_width, to_height, layout.pixel_type());
     let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
     Resizer::new().resize(&source, &mut target, &options).map_err(|e| failed(&e))?;
@@ -232,19 +235,19 @@ mod tests {
     fn without_max_width_an_encoding_is_kept_within_the_byte_budget_and_with_it_as_asked() {
         // Noise is PNG's worst case: 1920x1080 of it is about 6 MB, 1430x804 still 3.4 MB.
         let screen = noise(1920, 1080);
-        let (width, height, bytes) = fit_encoded(screen.clone(), None, encode_png).unwrap();
+        let (width, height, bytes) = fit_encoded(&screen, None, encode_png).unwrap();
         assert!(bytes.len() <= DEFAULT_MAX_BYTES, "{} bytes at {width}x{height}", bytes.len());
         assert!(width < 1430 && height < 804 && width > 300, "scaled further than the pixel budget: {width}x{height}");
         assert!((f64::from(width) / f64::from(height) - 16.0 / 9.0).abs() < 0.01, "16:9 kept: {width}x{height}");
         assert_eq!(decode_png(&bytes, u64::MAX).unwrap().width, width, "the bytes are the image said");
 
-        let (width, height, bytes) = fit_encoded(screen.clone(), Some(1920), encode_png).unwrap();
+        let (width, height, bytes) = fit_encoded(&screen, Some(1920), encode_png).unwrap();
         assert_eq!((width, height), (1920, 1080), "maxWidth named: exactly that, whatever its size");
         assert!(bytes.len() > DEFAULT_MAX_BYTES);
 
         // An image that fits both budgets is left alone.
         let flat = Pixels { data: vec![90; 640 * 480 * 3], width: 640, height: 480, layout: Layout::Rgb };
-        let (width, height, bytes) = fit_encoded(flat.clone(), None, encode_png).unwrap();
+        let (width, height, bytes) = fit_encoded(&flat, None, encode_png).unwrap();
         assert_eq!((width, height, decode_png(&bytes, u64::MAX).unwrap()), (640, 480, flat));
     }
 

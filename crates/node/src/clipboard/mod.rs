@@ -444,7 +444,7 @@ fn image_answer(transfer: Transfer, offered: Vec<String>, max_width: Option<u32>
     let source = imaging::decode_png(&transfer.bytes, MAX_DECODED_PIXELS)
         .map_err(|error| failed(format!("the program that copied the image sent {error}")))?;
     let (source_width, source_height) = (source.width, source.height);
-    let (width, height, png) = imaging::fit_encoded(source, max_width, imaging::encode_png).map_err(failed)?;
+    let (width, height, png) = imaging::fit_encoded(&source, max_width, imaging::encode_png).map_err(failed)?;
     let scale = f64::from(width) / f64::from(source_width);
     tracing::info!(width, height, bytes = png.len(), "clipboard image read");
     let meta = json!({

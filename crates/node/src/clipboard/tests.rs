@@ -261,7 +261,7 @@ async fn a_large_image_arrives_in_chunks_and_is_scaled_to_the_pixel_budget() {
     let image = image_of(&output);
     assert!(u64::from(image.width) * u64::from(image.height) <= imaging::DEFAULT_MAX_PIXELS);
     assert!(meta["bytes"].as_u64().unwrap() <= imaging::DEFAULT_MAX_BYTES as u64, "{meta}");
-    let (_, _, expected) = imaging::fit_encoded(pixels, None, imaging::encode_png).unwrap();
+    let (_, _, expected) = imaging::fit_encoded(&pixels, None, imaging::encode_png).unwrap();
     assert_eq!(image, imaging::decode_png(&expected, u64::MAX).unwrap(), "all 5.8 MB arrived: the same scaled pixels");
 }
 

@@ -296,7 +296,9 @@ fn snapshot(display: Option<&str>, args: &SnapshotArgs) -> ToolOutcome {
         .collect();
     let backend = Capture { index: captured.index, monitors, time: capture_time, extra: Map::new() };
     tracing::debug!(shm = captured.shared_memory, "X11 capture");
-    answer(full, backend, args)
+    let outcome = answer(&full, backend, args);
+    x11::recycle(full.data);
+    outcome
 }
 
 /// The portal's shot of the whole desktop, after checking the arguments it can serve.
@@ -329,7 +331,7 @@ fn portal_answer(shot: portal::Shot, args: &SnapshotArgs) -> ToolOutcome {
     extra.insert("backend".into(), json!("portal"));
     extra.insert("pointer".into(), json!("not available on Wayland"));
     extra.insert("portalFile".into(), json!({"path": shot.file, "removed": shot.removed}));
-    answer(full, Capture { index: 0, monitors, time: shot.took, extra }, args)
+    answer(&full, Capture { index: 0, monitors, time: shot.took, extra }, args)
 }
 
 /// What a backend tells the answer besides the pixels.
@@ -342,7 +344,7 @@ struct Capture {
 }
 
 /// The shared tail: scaling, encoding, the metadata and the gateway payload.
-fn answer(full: Pixels, capture: Capture, args: &SnapshotArgs) -> ToolOutcome {
+fn answer(full: &Pixels, capture: Capture, args: &SnapshotArgs) -> ToolOutcome {
     let started = std::time::Instant::now();
     let (captured_width, captured_height) = (full.width, full.height);
     let (width, height, bytes) = imaging::fit_encoded(full, args.max_width, |pixels| match args.format {

@@ -169,10 +169,16 @@ fn captures_on_the_kept_session_see_every_change_and_a_restarted_server() {
     };
     let (conn, screen) = x11rb::connect(Some(&scene.display)).unwrap();
     paint(&conn, conn.setup().roots[screen].root, (100, 50, 80, 60), newer);
+    // The next capture fills a handed-back buffer: a larger one, full of stale bytes (what a
+    // capture of a larger monitor leaves). Nothing of it may show.
+    x11::recycle(first.rgb);
+    x11::recycle(vec![0xAB; 640 * 480 * 3 * 2]);
     let second = x11::capture(Some(&scene.display), 0, false).unwrap();
     assert!(second.shared_memory);
+    assert_eq!(second.rgb.len(), 640 * 480 * 3, "exactly the screen's pixels, whatever buffer held them");
     assert_eq!(at(&second.rgb, 640, 100, 50), newer, "the repainted window, not the first capture's pixels");
     assert_eq!(at(&second.rgb, 640, 5, 5), scene.background);
+    assert_eq!(at(&second.rgb, 640, 639, 479), scene.background, "the last pixel, not a stale byte");
     drop(conn);
 
     // The server goes away and another, of another size, takes its display: the next capture
