@@ -13,9 +13,16 @@ const SHORT: usize = 12;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let commit = checkout_commit(&manifest_dir)
-        .or_else(|| packaged_commit(&manifest_dir))
-        .unwrap_or_else(|| "unknown".to_owned());
+    let commit = checkout_commit(&manifest_dir).or_else(|| packaged_commit(&manifest_dir)).unwrap_or_else(|| {
+        // git failed in a checkout (not on PATH for this build, or refused the directory): watch
+        // the workspace's `.git` itself, so the next build after a commit, a checkout or git
+        // becoming usable asks again instead of keeping `unknown` until build.rs changes.
+        let dot_git = manifest_dir.join("../../.git");
+        if dot_git.exists() {
+            println!("cargo:rerun-if-changed={}", dot_git.display());
+        }
+        "unknown".to_owned()
+    });
     println!("cargo:rustc-env=CLAWMCP_GIT_COMMIT={commit}");
 }
 

@@ -20,6 +20,7 @@
 //! Data flows one way: a transport parses bytes into an [`Incoming`], the [`McpServer`] applies
 //! the protocol rules and calls the service, and the transport writes the frame it gets back.
 
+pub mod arguments;
 pub mod cancel;
 pub mod client;
 pub mod jsonrpc;

@@ -8,11 +8,12 @@
 //! that one answer their way: MCP as content blocks ([`render`]), the gateway as `payloadJSON`
 //! ([`ToolOutput::gateway_payload`]).
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::arguments::ArgumentCheck;
 use crate::tool_filter::ToolFilter;
 use crate::types::{CallContext, Content, Tool, ToolResult};
 
@@ -188,6 +189,19 @@ pub struct ToolDef<I> {
     available: Option<Arc<Availability>>,
     /// Served to local MCP clients only, never to a remote transport (the gateway).
     local_only: bool,
+    /// The input schema, compiled at the first call that needs it.
+    arguments: Arc<OnceLock<ArgumentCheck>>,
+}
+
+/// What a tool's input holds as its MCP arguments (checked against its input schema).
+pub trait CallArguments {
+    fn arguments_mut(&mut self) -> &mut Map<String, Value>;
+}
+
+impl CallArguments for Map<String, Value> {
+    fn arguments_mut(&mut self) -> &mut Map<String, Value> {
+        self
+    }
 }
 
 impl<I> Clone for ToolDef<I> {
@@ -197,6 +211,7 @@ impl<I> Clone for ToolDef<I> {
             handler: self.handler.clone(),
             available: self.available.clone(),
             local_only: self.local_only,
+            arguments: self.arguments.clone(),
         }
     }
 }
@@ -212,7 +227,13 @@ impl<I: 'static> ToolDef<I> {
         tool: Tool,
         handler: impl Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync + 'static,
     ) -> Self {
-        ToolDef { tool: Arc::new(tool), handler: Arc::new(handler), available: None, local_only: false }
+        ToolDef {
+            tool: Arc::new(tool),
+            handler: Arc::new(handler),
+            available: None,
+            local_only: false,
+            arguments: Arc::default(),
+        }
     }
 
     /// `self`, served to local MCP clients only: a remote transport neither declares nor runs it
@@ -262,8 +283,27 @@ impl<I: 'static> ToolDef<I> {
         (self.handler)(input, ctx)
     }
 
-    /// Runs the handler and renders its answer for MCP.
-    pub async fn call_mcp(&self, input: I, ctx: CallContext) -> ToolResult {
+    /// The tool's input schema, compiled (once).
+    pub fn argument_check(&self) -> &ArgumentCheck {
+        self.arguments.get_or_init(|| ArgumentCheck::new(&self.tool.input_schema))
+    }
+}
+
+impl<I: CallArguments + 'static> ToolDef<I> {
+    /// Checks the arguments' shape against the input schema (see [`crate::arguments`]), then
+    /// runs the handler and renders its answer for MCP. A call of the wrong shape is a tool
+    /// error naming each problem; the handler does not run.
+    pub async fn call_mcp(&self, mut input: I, ctx: CallContext) -> ToolResult {
+        // Moved into a `Value` for the check and back, not cloned: arguments can be 16 MiB
+        // (`file.write`'s content).
+        let instance = Value::Object(std::mem::take(input.arguments_mut()));
+        let checked = self.argument_check().check(self.name(), &instance);
+        if let Value::Object(arguments) = instance {
+            *input.arguments_mut() = arguments;
+        }
+        if let Err(problems) = checked {
+            return ToolResult::error(problems);
+        }
         render(self.call(input, ctx).await, self.tool.output_schema.is_some())
     }
 }
@@ -353,7 +393,9 @@ impl<I: 'static> ToolSet<I> {
             false => Ok(tool),
         }
     }
+}
 
+impl<I: CallArguments + 'static> ToolSet<I> {
     /// One `tools/call`: an unknown name is a tool error naming it, a name `filter` does not
     /// allow gets `refused(name)`, anything else runs and is rendered for MCP.
     pub async fn call_mcp(

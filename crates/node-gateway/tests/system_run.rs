@@ -247,3 +247,28 @@ async fn the_gateways_prepare_approve_reinvoke_flow_runs_what_the_operator_appro
     );
     setup.link.close().await;
 }
+
+/// The gateway gets upstream's reason for arguments of the wrong shape, as the real node host
+/// answers them (an MCP client gets them named against the input schema instead: the node's
+/// `system_run` tests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_system_run_gets_upstreams_reason_over_the_gateway() {
+    let setup = setup().await;
+    let cases = [
+        ("v1", json!({"command": "ls"}), "command-array-required"),
+        ("v2", json!({"command": [1]}), "malformed-command"),
+        ("v3", json!({}), "missing-command"),
+        ("v4", json!({"command": ["ls"], "cwd": 1}), "malformed-cwd"),
+    ];
+    for (id, params, reason) in cases {
+        setup.fake.emit("node.invoke.request", invoke(id, "system.run", params.clone(), 30_000));
+        let result = result_of(&setup.fake, id).await;
+        assert_eq!(result["ok"], false, "{params}: {result}");
+        assert_eq!(
+            result["error"]["message"],
+            format!("exec-approvals-v2: ValidationFailed ({reason})"),
+            "{params}: {result}"
+        );
+    }
+    setup.link.close().await;
+}

@@ -98,6 +98,12 @@ pub struct InvokeRequest {
     pub caller: Caller,
 }
 
+impl clawmcp_mcp::tool::CallArguments for InvokeRequest {
+    fn arguments_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.args
+    }
+}
+
 /// Who sent an invocation. Commands answer every caller alike except where trust differs:
 /// only the gateway's own `node.invoke` may carry an operator's exec approval, because the
 /// gateway forwards `approved`/`approvalDecision` only when they match an approval record an

@@ -33,6 +33,9 @@ fn metadata_problems(registry: Arc<Registry>) -> Vec<String> {
         if tool.input_schema == permissive_schema() || tool.input_schema.to_value()["type"] != "object" {
             problems.push(format!("{}: no object input schema", tool.name));
         }
+        if !command.argument_check().is_usable() {
+            problems.push(format!("{}: an input schema that does not compile (calls would go unchecked)", tool.name));
+        }
         if tool.output_schema.as_ref().is_some_and(|schema| schema.to_value()["type"] != "object") {
             problems.push(format!("{}: an output schema that is not an object schema", tool.name));
         }
@@ -142,5 +145,24 @@ fn the_walk_reports_a_command_without_description_or_object_schema() {
             "bare.thing: no object input schema",
             "\"bare.thing\": advertised without an object inputSchema"
         ]
+    );
+}
+
+#[test]
+fn the_walk_reports_an_input_schema_that_does_not_compile() {
+    let broken = CommandSpec {
+        name: "broken.schema",
+        title: None,
+        description: Some("A command whose schema names a type JSON Schema does not have."),
+        input_schema: Some(json!({"type": "object", "properties": {"n": {"type": "whole-number"}}}).into()),
+        output_schema: None,
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+    .with_handler(|_request, _ctx| async { Ok(Value::Null) });
+    let registry = Registry::new();
+    registry.register_commands([broken]);
+    assert_eq!(
+        metadata_problems(Arc::new(registry)),
+        ["broken.schema: an input schema that does not compile (calls would go unchecked)"]
     );
 }

@@ -218,23 +218,37 @@ async fn timeouts_above_ten_minutes_are_clamped() {
     assert!(elapsed >= Duration::from_secs(600) && elapsed < Duration::from_secs(3600), "{elapsed:?}");
 }
 
+/// Over MCP, arguments of the wrong shape (a type the input schema does not allow, `command`
+/// missing) are refused before the command runs, naming the argument and what it must be; values
+/// of the right shape that upstream refuses keep upstream's reason. The gateway gets upstream's
+/// reason for both (`node_gateway` tests).
 #[tokio::test]
 async fn every_validation_reason_reaches_the_caller() {
     let node = Node::new();
-    let cases = [
-        (json!({"command": "ls"}), "command-array-required"),
-        (json!({"command": [1]}), "malformed-command"),
-        (json!({}), "missing-command"),
+    let shape = [
+        (json!({"command": "ls"}), "`command` must be an array of strings, not \"ls\""),
+        (json!({"command": [1]}), "`command[0]` must be a string, not 1"),
+        (json!({}), "`command` is required"),
+        (json!({"command": ["ls"], "cwd": 1}), "`cwd` must be a string, not 1"),
+        (json!({"command": ["ls"], "env": "A=b"}), "`env` must be an object, not \"A=b\""),
+        (json!({"command": ["ls"], "rawCommand": ["ls"]}), "`rawCommand` must be a string"),
+    ];
+    for (args, problem) in shape {
+        for command in ["system.run", "system.run.prepare"] {
+            let result = node.call(command, args.clone()).await;
+            assert_eq!(result["isError"], true, "{args}");
+            let text = text_of(&result);
+            assert!(text.starts_with(&format!("Invalid arguments for {command}: {problem}")), "{args}: {text}");
+        }
+    }
+    let values = [
         (json!({"command": [""]}), "empty-command"),
-        (json!({"command": ["ls"], "cwd": 1}), "malformed-cwd"),
         (json!({"command": ["ls"], "cwd": ""}), "empty-cwd"),
-        (json!({"command": ["ls"], "env": "A=b"}), "malformed-env"),
         (json!({"command": ["ls"], "env": {"A": "b"}}), "custom-env-not-supported"),
         (json!({"command": ["ls"], "timeoutMs": 0}), "invalid-timeout"),
         (json!({"command": ["ls"], "rawCommand": "rm -rf /"}), "raw-command-mismatch"),
-        (json!({"command": ["ls"], "rawCommand": ["ls"]}), "malformed-raw-command"),
     ];
-    for (args, reason) in cases {
+    for (args, reason) in values {
         let result = node.call("system.run", args.clone()).await;
         assert_eq!(result["isError"], true, "{args}");
         assert_eq!(text_of(&result), format!("exec-approvals-v2: ValidationFailed ({reason})"), "{args}");

@@ -64,7 +64,7 @@ fn a_tool_error_goes_to_stderr_with_status_1() {
         .assert()
         .code(1)
         .stdout("")
-        .stderr(contains("Missing bins parameter"));
+        .stderr(contains("Invalid arguments for system.which: `bins` is required"));
 }
 
 #[test]
