@@ -38,7 +38,16 @@ async fn a_denied_command_does_not_run() {
     };
     let (result, ()) = tokio::join!(invoke, deny);
     let error = result.unwrap_err();
-    assert_eq!(error.message, "exec-approvals-v2: UserDenied (user-denied)");
+    assert!(
+        error.message.starts_with("The command did not run: it was denied at the approval prompt."),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.ends_with(" (exec-approvals-v2: UserDenied (user-denied))"),
+        "upstream's text follows: {}",
+        error.message
+    );
     assert_eq!(error.code, Some(clawmcp_node::system::SYSTEM_RUN_DENIED), "the gateway's code for a policy refusal");
     assert!(!marker.exists());
 }

@@ -150,6 +150,64 @@ impl Denial {
         Denial { code, reason: reason.into() }
     }
 
+    /// What a person or a model reads: what happened in plain words and what to do, then
+    /// upstream's text in parentheses (what the gateway gets alone, and what logs and scripts
+    /// match). Denials whose reason already says that in words are shown as they are.
+    pub fn explained(&self) -> String {
+        match self.plain_words() {
+            Some(words) => format!("{words} ({self})"),
+            None => self.to_string(),
+        }
+    }
+
+    fn plain_words(&self) -> Option<&'static str> {
+        use DenialCode::*;
+        Some(match (self.code, self.reason.as_str()) {
+            (UserDenied, "user-denied") => {
+                "The command did not run: it was denied at the approval prompt. To let this program run without \
+                 asking, its owner can run `clawmcp approvals allow PROGRAM`"
+            }
+            (UserDenied, "cancelled") => "The command did not run: the call was cancelled while it waited for approval",
+            (ValidationFailed, POLICY_CHANGED) => {
+                "The command did not run: the exec policy became stricter between its approval and its launch. Call \
+                 again to have it judged under the policy now in effect"
+            }
+            (ValidationFailed, "command-array-required") => {
+                "`command` must be an array of strings (the program, then its arguments), not one string: there is \
+                 no shell, e.g. [\"ls\", \"-la\"] or [\"sh\", \"-c\", \"ls | wc -l\"]"
+            }
+            (ValidationFailed, "malformed-command") => "`command` must be an array of strings, e.g. [\"ls\", \"-la\"]",
+            (ValidationFailed, "missing-command") => {
+                "`command` is missing or empty: name the program and its arguments, e.g. [\"uname\", \"-a\"]"
+            }
+            (ValidationFailed, "empty-command") => {
+                "`command[0]`, the program to run, is empty: name it, e.g. [\"uname\", \"-a\"]"
+            }
+            (ValidationFailed, "malformed-cwd") => "`cwd` must be a string: an absolute directory",
+            (ValidationFailed, "empty-cwd") => {
+                "`cwd` is empty: give a directory, or leave `cwd` out to run in the node's working directory"
+            }
+            (ValidationFailed, "malformed-env") => "`env` must be an object of strings",
+            (ValidationFailed, "custom-env-not-supported") => {
+                "`env` with variables is not supported: a command runs with the node's environment, so an approval \
+                 approves exactly what runs. Set variables in the command instead, e.g. [\"env\", \"NAME=value\", \
+                 \"program\"]"
+            }
+            (ValidationFailed, "invalid-timeout") => {
+                "`timeoutMs` must be a whole number of milliseconds from 1 to 2147483647"
+            }
+            (ValidationFailed, "raw-command-mismatch") => {
+                "`rawCommand` is not the text of `command`: send the same command in both, or leave `rawCommand` out"
+            }
+            (ValidationFailed, "malformed-raw-command") => "`rawCommand` must be a string",
+            (InternalError, _) => {
+                "The command did not run: the node's exec approvals hit an internal error. Please report it with \
+                 the node's log"
+            }
+            _ => return None,
+        })
+    }
+
     /// The `reason` of the `exec.denied` node event, in upstream's words where it has them: a
     /// stale approval is `approval-required` too, since asking again is the way on.
     pub fn event_reason(&self) -> &'static str {

@@ -23,7 +23,7 @@ use clawmcp_process::{
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::request::{self, InvalidRun, run_arguments_schema};
+use super::request::{self, run_arguments_schema};
 use super::{operator_approval, sandbox};
 use crate::approvals::{Denial, DenialCode, ExecApprovals};
 use crate::capability::{Caller, CapabilityError, CommandSpec, InvokeRequest};
@@ -78,12 +78,13 @@ pub async fn invoke(
 ) -> ToolOutcome {
     let args = &call.args;
     let run_id = args.get("runId").and_then(Value::as_str).map(str::to_owned);
-    let run = request::validate(args, request::session_key(call)).map_err(validation_failure)?;
+    let run = request::validate(args, request::session_key(call))
+        .map_err(|reason| denied_to(call.caller, &Denial::new(DenialCode::ValidationFailed, reason.to_string())))?;
     let approver = operator_approval::approver(call.caller, args, &run)?;
     // On the gateway path a refusal also tells the gateway the run is over (`exec.denied`).
     let refuse = |denial: Denial| match call.caller {
         Caller::Gateway => denied(&denial).with_gateway_event(EXEC_DENIED, exec_denied(&run.request, &run_id, &denial)),
-        Caller::Mcp | Caller::GatewayPluginTool => denied(&denial),
+        Caller::Mcp | Caller::GatewayPluginTool => denied_to(call.caller, &denial),
     };
     // A run waiting for a person says so to the caller (MCP progress), not "running for N s".
     let on_wait = |waiting: &str| {
@@ -248,9 +249,16 @@ fn sandbox_note(containment: &Containment, sandbox: &SandboxSettings, outcome: &
     (!notes.is_empty()).then(|| notes.join("; "))
 }
 
-/// `exec-approvals-v2: ValidationFailed (<reason>)`, the same text as every other denial.
-fn validation_failure(reason: InvalidRun) -> CapabilityError {
-    denied(&Denial::new(DenialCode::ValidationFailed, reason.to_string()))
+/// A refusal as `caller` reads it: the gateway gets upstream's text exactly (its tools and
+/// agents match it); an MCP client and a gateway agent's plugin tool call get it in plain words
+/// first.
+fn denied_to(caller: Caller, denial: &Denial) -> CapabilityError {
+    match caller {
+        Caller::Gateway => denied(denial),
+        Caller::Mcp | Caller::GatewayPluginTool => {
+            CapabilityError::new(denial.explained()).with_code(SYSTEM_RUN_DENIED)
+        }
+    }
 }
 
 fn denied(denial: &Denial) -> CapabilityError {
@@ -330,6 +338,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::system::request::InvalidRun;
 
     fn outcome(exit_code: i32, timed_out: bool, stdout: CapturedStream) -> ProcessOutcome {
         let empty = CapturedStream { text: String::new(), total_bytes: 0, truncated: false };
@@ -395,8 +404,61 @@ mod tests {
     }
 
     #[test]
-    fn validation_failures_use_the_v2_denial_text() {
-        let error = validation_failure(InvalidRun::MissingCommand);
-        assert_eq!(error.message, "exec-approvals-v2: ValidationFailed (missing-command)");
+    fn the_gateway_gets_the_v2_denial_text_and_mcp_plain_words_then_it() {
+        let denial = Denial::new(DenialCode::ValidationFailed, InvalidRun::MissingCommand.to_string());
+        let gateway = denied_to(Caller::Gateway, &denial);
+        assert_eq!(gateway.message, "exec-approvals-v2: ValidationFailed (missing-command)");
+        for caller in [Caller::Mcp, Caller::GatewayPluginTool] {
+            let error = denied_to(caller, &denial);
+            assert_eq!(
+                error.message,
+                "`command` is missing or empty: name the program and its arguments, e.g. [\"uname\", \"-a\"] \
+                 (exec-approvals-v2: ValidationFailed (missing-command))"
+            );
+            assert_eq!(error.code, gateway.code);
+        }
+    }
+
+    /// Every validation reason has plain words (a new reason stops this from compiling until it
+    /// is listed here).
+    #[test]
+    fn every_validation_reason_and_a_denial_at_the_prompt_have_plain_words() {
+        use InvalidRun::*;
+        let _every_reason_is_listed = |reason: InvalidRun| match reason {
+            CommandArrayRequired
+            | MalformedCommand
+            | MissingCommand
+            | EmptyCommand
+            | MalformedCwd
+            | EmptyCwd
+            | MalformedEnv
+            | CustomEnvNotSupported
+            | InvalidTimeout
+            | RawCommandMismatch
+            | MalformedRawCommand => {}
+        };
+        let reasons = [
+            CommandArrayRequired,
+            MalformedCommand,
+            MissingCommand,
+            EmptyCommand,
+            MalformedCwd,
+            EmptyCwd,
+            MalformedEnv,
+            CustomEnvNotSupported,
+            InvalidTimeout,
+            RawCommandMismatch,
+            MalformedRawCommand,
+        ];
+        let denials =
+            reasons.iter().map(|reason| Denial::new(DenialCode::ValidationFailed, reason.to_string())).chain([
+                Denial::new(DenialCode::UserDenied, "user-denied"),
+                Denial::new(DenialCode::UserDenied, "cancelled"),
+            ]);
+        for denial in denials {
+            let explained = denial.explained();
+            assert!(explained.len() > denial.to_string().len() + 20, "{explained}");
+            assert!(explained.ends_with(&format!(" ({denial})")), "{explained}");
+        }
     }
 }
