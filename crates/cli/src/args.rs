@@ -480,28 +480,55 @@ pub struct DoctorArgs {
     pub endpoint: EndpointArgs,
 }
 
+/// How `serve` and `tools` reach the gateway: the same flags, the same meaning (and `node`'s
+/// `--gateway-*` flags resolve through the same rules).
 #[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Gateway WebSocket URL. Default: OPENCLAW_GATEWAY_URL, gateway.remote.url (remote mode),
-    /// else the local gateway (ws://127.0.0.1:<gateway.port or 18789>).
-    #[arg(long, value_name = "URL")]
+pub struct GatewayConnectArgs {
+    /// Gateway WebSocket URL: wss://, or ws:// to a loopback host. Default: OPENCLAW_GATEWAY_URL,
+    /// gateway.remote.url (remote mode), else the local gateway (ws://127.0.0.1:<gateway.port or
+    /// 18789>). With --url, credentials must be given as flags too.
+    #[arg(long, global = true, value_name = "URL")]
     pub url: Option<String>,
 
-    /// Gateway token.
-    #[arg(long, conflicts_with = "token_file", hide_env_values = true)]
+    /// Gateway token (visible to other local users in the process list: prefer --token-file).
+    /// Default: OPENCLAW_GATEWAY_TOKEN or openclaw.json.
+    #[arg(long, global = true, conflicts_with = "token_file", hide_env_values = true)]
     pub token: Option<String>,
 
     /// Read the gateway token from a file.
-    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub token_file: Option<PathBuf>,
 
-    /// Gateway password.
-    #[arg(long, conflicts_with = "password_file", hide_env_values = true)]
+    /// Gateway password (visible to other local users in the process list: prefer
+    /// --password-file). Default: OPENCLAW_GATEWAY_PASSWORD or openclaw.json.
+    #[arg(long, global = true, conflicts_with = "password_file", hide_env_values = true)]
     pub password: Option<String>,
 
     /// Read the gateway password from a file.
-    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub password_file: Option<PathBuf>,
+}
+
+impl GatewayConnectArgs {
+    pub fn into_overrides(self) -> clawmcp_gateway::ConnectOverrides {
+        clawmcp_gateway::ConnectOverrides {
+            url: self.url,
+            token: self.token.map(clawmcp_gateway::Secret::new),
+            token_file: self.token_file,
+            password: self.password.map(clawmcp_gateway::Secret::new),
+            password_file: self.password_file,
+            ..clawmcp_gateway::ConnectOverrides::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub gateway: GatewayConnectArgs,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
 
     /// Claude channel notifications: auto (the default) behaves like on.
     #[arg(long, value_enum, default_value_t = ClaudeChannelMode::Auto)]
@@ -520,14 +547,11 @@ pub struct ToolsArgs {
     #[command(subcommand)]
     pub action: Option<ToolsAction>,
 
-    /// Gateway WebSocket URL: wss://, or ws:// to a loopback host. Default: from
-    /// OPENCLAW_GATEWAY_URL / openclaw.json, else the local gateway.
-    #[arg(long, global = true, value_name = "URL")]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub gateway: GatewayConnectArgs,
 
-    /// Read the gateway token from a file (default: OPENCLAW_GATEWAY_TOKEN or openclaw.json).
-    #[arg(long, global = true, value_name = "PATH", value_hint = ValueHint::FilePath)]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
 
     /// Serve only the tools matching these comma-separated globs, e.g. 'read,grep,sessions_*';
     /// other tools are neither listed nor callable. Combines with OPENCLAW_MCP_ENABLED_TOOLS

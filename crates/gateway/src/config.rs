@@ -121,6 +121,13 @@ pub struct ConnectOverrides {
     /// device token a gateway issued it): a URL from the command line then needs no shared
     /// secret.
     pub device_credential: bool,
+    /// A missing credential is not an error: the target then has none, and says why in
+    /// [`GatewayTarget::missing_credentials`] (`clawmcp tools` serves its local tools only).
+    pub credentials_optional: bool,
+    /// What the caller's credential flags start with after `--`: empty for `serve` and `tools`
+    /// (`--token`), `gateway-` for `node` (`--gateway-token`), so an error names flags the user
+    /// can pass.
+    pub flag_prefix: &'static str,
 }
 
 /// The OpenClaw config file as found (or not).
@@ -253,6 +260,9 @@ pub struct GatewayTarget {
     /// came from `gateway.remote.url` (callers may set one from a flag or a setup code).
     pub tls_fingerprint: Option<TlsFingerprint>,
     pub config: LoadedConfig,
+    /// Why there are no credentials, when the caller allowed none
+    /// ([`ConnectOverrides::credentials_optional`]) and none were found.
+    pub missing_credentials: Option<String>,
 }
 
 impl GatewayTarget {
@@ -271,10 +281,17 @@ impl GatewayTarget {
         let remote_mode = config.get_str("gateway.mode") == Some("remote");
         let (url, url_source) = resolve_url(overrides, env, &config, remote_mode)?;
         check_transport(&url, &url_source, env)?;
+        let mut missing_credentials = None;
         let credentials = match (explicit.is_empty(), &url_source) {
             (false, _) => explicit,
             (true, UrlSource::Flag) if overrides.device_credential => Credentials::default(),
-            (true, _) => implicit_credentials(&url_source, env, &config, remote_mode)?,
+            (true, _) => match implicit_credentials(&url_source, env, &config, remote_mode, overrides.flag_prefix) {
+                Err(ConfigError::NoCredentials(why)) if overrides.credentials_optional => {
+                    missing_credentials = Some(why);
+                    Credentials::default()
+                }
+                found => found?,
+            },
         };
         let tls_fingerprint = match (&url_source, config.get_str("gateway.remote.tlsFingerprint")) {
             (UrlSource::RemoteConfig(_), Some(pin)) => Some(TlsFingerprint::parse(pin).map_err(|_| {
@@ -282,7 +299,7 @@ impl GatewayTarget {
             })?),
             _ => None,
         };
-        Ok(GatewayTarget { url, url_source, credentials, tls_fingerprint, config })
+        Ok(GatewayTarget { url, url_source, credentials, tls_fingerprint, config, missing_credentials })
     }
 }
 
@@ -407,18 +424,23 @@ fn implicit_credentials(
     env: &Env,
     config: &LoadedConfig,
     remote_mode: bool,
+    flag_prefix: &str,
 ) -> Result<Credentials, ConfigError> {
     use Candidate::{Config, Env as Var};
+    let flag = |name: &str| format!("--{flag_prefix}{name}");
+    let (token_flags, password_flags) = (
+        format!("{}/{}", flag("token"), flag("token-file")),
+        format!("{}/{}", flag("password"), flag("password-file")),
+    );
     const TOKEN_ENV: &str = "OPENCLAW_GATEWAY_TOKEN";
     const PASSWORD_ENV: &str = "OPENCLAW_GATEWAY_PASSWORD";
     let (token_order, password_order): (&[Candidate], &[Candidate]) = match source {
         UrlSource::Flag => {
-            return Err(ConfigError::NoCredentials(
-                "--url was given, so credentials must be explicit: pass --token/--token-file or \
-                 --password/--password-file (secrets from the environment or the OpenClaw config are never \
-                 sent to a URL given on the command line)"
-                    .to_owned(),
-            ));
+            return Err(ConfigError::NoCredentials(format!(
+                "{} was given, so credentials must be explicit: pass {token_flags} or {password_flags} (secrets \
+                 from the environment or the OpenClaw config are never sent to a URL given on the command line)",
+                flag("url")
+            )));
         }
         UrlSource::Env => (&[Var(TOKEN_ENV)], &[Var(PASSWORD_ENV)]),
         _ if remote_mode => (
@@ -441,15 +463,16 @@ fn implicit_credentials(
         return Ok(credentials);
     }
     Err(ConfigError::NoCredentials(match (source, auth_mode) {
-        (UrlSource::Env, _) => "OPENCLAW_GATEWAY_URL is set, so credentials come from OPENCLAW_GATEWAY_TOKEN or \
-             OPENCLAW_GATEWAY_PASSWORD (or --token/--token-file, --password/--password-file); neither is set"
-            .to_owned(),
+        (UrlSource::Env, _) => format!(
+            "OPENCLAW_GATEWAY_URL is set, so credentials come from OPENCLAW_GATEWAY_TOKEN or \
+             OPENCLAW_GATEWAY_PASSWORD (or {token_flags}, {password_flags}); neither is set"
+        ),
         (_, Some("password")) => format!(
-            "no gateway password: pass --password/--password-file or set OPENCLAW_GATEWAY_PASSWORD ({})",
+            "no gateway password: pass {password_flags} or set OPENCLAW_GATEWAY_PASSWORD ({})",
             config.lacks(if remote_mode { "gateway.remote.password" } else { "gateway.auth.password" })
         ),
         _ => format!(
-            "no gateway token: pass --token/--token-file or set OPENCLAW_GATEWAY_TOKEN ({})",
+            "no gateway token: pass {token_flags} or set OPENCLAW_GATEWAY_TOKEN ({})",
             config.lacks(if remote_mode { "gateway.remote.token" } else { "gateway.auth.token" })
         ),
     }))

@@ -225,3 +225,31 @@ fn write_token(setup: &Setup) -> std::path::PathBuf {
     std::fs::write(&path, bridge_support::TOKEN).unwrap();
     path
 }
+
+/// With no gateway credentials anywhere the bridge still starts: the local tools are served, no
+/// gateway tool is listed, nothing is sent to the gateway, and a call of a gateway tool says why
+/// it is not served (and which flags bring it). `regen` still needs credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_credentials_the_local_tools_serve_and_a_gateway_tool_says_why_not() {
+    let setup = Setup::new().await.discovering().with_config(json!({"gateway": {"auth": {"mode": "token"}}}));
+    let mut options = setup.options();
+    options.connect.url = Some(format!("ws://127.0.0.1:{}", setup.fake.addr().port()));
+    let bridge = setup.bridge_with(options.clone()).await;
+    assert_eq!(names(&bridge.list_tools()), LOCAL_AND_YIELD, "the local tools only");
+    std::fs::write(setup.dir.path().join("note.txt"), "local works\n").unwrap();
+    let read = call(&bridge, "read", json!({"path": "note.txt"})).await;
+    assert!(text(&read).contains("local works"), "{}", text(&read));
+    let gateway_tool = call(&bridge, "sessions_list", json!({})).await;
+    assert!(gateway_tool.is_error);
+    assert!(
+        text(&gateway_tool).contains(
+            "The gateway's tools are not served: no gateway credentials: --url was given, so credentials must be \
+             explicit: pass --token/--token-file or --password/--password-file"
+        ),
+        "{}",
+        text(&gateway_tool)
+    );
+    assert!(setup.fake.received().is_empty(), "nothing went to the gateway: {:?}", setup.fake.received().len());
+    let regen = bridge::regen(&options, setup.dir.path().join("snapshot.json")).await.unwrap_err();
+    assert!(regen.to_string().contains("no gateway credentials"), "{regen}");
+}

@@ -487,6 +487,8 @@ pub fn node_gateway_target(
         token_file: args.gateway_token_file.clone().or_else(|| settings.gateway_token_file.clone()),
         password: args.gateway_password.as_deref().map(Secret::from),
         password_file: args.gateway_password_file.clone().or_else(|| settings.gateway_password_file.clone()),
+        flag_prefix: "gateway-",
+        credentials_optional: false,
     };
     let mut target = GatewayTarget::resolve(&overrides, &Env::from_process())
         .context("gateway node mode (EnableNodeMode) is on, but the gateway cannot be reached as configured")?;

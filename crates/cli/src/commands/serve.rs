@@ -9,23 +9,15 @@
 
 use std::process::ExitCode;
 
-use clawmcp_serve::{ClaudeChannelMode, ConnectOverrides, Env, Secret, ServeOptions};
+use clawmcp_serve::{ClaudeChannelMode, Env, ServeOptions};
 
-use crate::args::{self, DataDirArg, ServeArgs};
+use crate::args::{self, ServeArgs};
 use crate::commands::data_dir;
 use crate::lifecycle::run_stdio_session;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let identity_dir = data_dir(&DataDirArg { data_dir: None })?.root().join("serve");
-    let connect = ConnectOverrides {
-        url: args.url,
-        token: args.token.map(Secret::new),
-        token_file: args.token_file,
-        password: args.password.map(Secret::new),
-        password_file: args.password_file,
-        device_credential: false,
-    };
-    let mut options = ServeOptions::new(connect, Env::from_process());
+    let identity_dir = data_dir(&args.data_dir)?.root().join("serve");
+    let mut options = ServeOptions::new(args.gateway.into_overrides(), Env::from_process());
     options.claude_channel_mode = match args.claude_channel_mode {
         args::ClaudeChannelMode::Auto => ClaudeChannelMode::Auto,
         args::ClaudeChannelMode::On => ClaudeChannelMode::On,

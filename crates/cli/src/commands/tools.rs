@@ -8,9 +8,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clawmcp_tools::bridge::{self, BridgeOptions, ConnectOverrides, Env, SNAPSHOT_FILE, SchemaSource, ToolFilter};
+use clawmcp_tools::bridge::{self, BridgeOptions, Env, SNAPSHOT_FILE, SchemaSource, ToolFilter};
 
-use crate::args::{DataDirArg, ToolsAction, ToolsArgs};
+use crate::args::{ToolsAction, ToolsArgs};
 use crate::commands::data_dir;
 use crate::exit::UsageError;
 use crate::lifecycle::run_stdio_session;
@@ -19,10 +19,10 @@ use crate::output;
 pub fn run(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let tool_filter =
         ToolFilter::parse(args.tools.as_deref().unwrap_or_default()).map_err(|e| UsageError(e.to_string()))?;
-    let connect = ConnectOverrides { url: args.url, token_file: args.token_file, ..ConnectOverrides::default() };
+    let connect = args.gateway.into_overrides();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut options = BridgeOptions { tool_filter, ..BridgeOptions::new(connect, Env::from_process(), cwd) };
-    let default_snapshot = data_dir(&DataDirArg { data_dir: None }).map(|dir| dir.root().join(SNAPSHOT_FILE));
+    let default_snapshot = data_dir(&args.data_dir).map(|dir| dir.root().join(SNAPSHOT_FILE));
     match args.action {
         Some(ToolsAction::Regen { output }) => {
             let path = match output {

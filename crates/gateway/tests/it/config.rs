@@ -196,6 +196,30 @@ fn explicit_and_env_urls_do_not_receive_config_secrets() {
     assert_eq!(token_of(&resolve(&ConnectOverrides::default(), &env_url).unwrap()), "env-tok");
 }
 
+/// The error names the caller's own flags (`node` spells them `--gateway-*`), and a caller that
+/// allows no credentials gets a target without any and the reason.
+#[test]
+fn missing_credentials_name_the_callers_flags_and_may_be_allowed() {
+    let (_dir, base) = state_dir(r#"{ gateway: { port: 18789 } }"#);
+    let url = ConnectOverrides { url: Some("ws://127.0.0.1:1".into()), ..ConnectOverrides::default() };
+    let node = ConnectOverrides { flag_prefix: "gateway-", ..url.clone() };
+    let error = resolve(&node, &base).unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "--gateway-url was given, so credentials must be explicit: pass --gateway-token/--gateway-token-file or \
+             --gateway-password/--gateway-password-file"
+        ),
+        "{error}"
+    );
+    assert!(resolve(&url, &base).unwrap_err().to_string().contains("pass --token/--token-file or"));
+    let optional = ConnectOverrides { credentials_optional: true, ..url };
+    let target = resolve(&optional, &base).unwrap();
+    assert!(target.credentials.is_empty());
+    assert!(target.missing_credentials.as_deref().is_some_and(|why| why.starts_with("--url was given")), "{target:?}");
+    let with_token = ConnectOverrides { token: Some(Secret::new("t")), ..optional };
+    assert_eq!(resolve(&with_token, &base).unwrap().missing_credentials, None);
+}
+
 #[test]
 fn missing_credentials_say_what_was_tried() {
     let (dir, base) = state_dir(r#"{ gateway: { port: 18789 } }"#);

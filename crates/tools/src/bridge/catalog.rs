@@ -117,6 +117,11 @@ pub struct GatewayCatalog {
 }
 
 impl GatewayCatalog {
+    /// No gateway tools (the gateway cannot be reached at all: no credentials).
+    pub fn none() -> GatewayCatalog {
+        GatewayCatalog { tools: Vec::new(), list_source: ListSource::BundledSnapshot, gateway_version: None }
+    }
+
     /// The MCP descriptors of its tools, in catalog order.
     pub fn descriptors(&self) -> Vec<Tool> {
         self.tools.iter().map(GatewayTool::descriptor).collect()

@@ -159,9 +159,18 @@ pub struct Prepared {
 /// Resolves the gateway, reads the settings and snapshots, builds the service (not yet
 /// discovering).
 pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
-    let target = GatewayTarget::resolve(&options.connect, &options.env)?;
+    let connect = ConnectOverrides { credentials_optional: true, ..options.connect.clone() };
+    let target = GatewayTarget::resolve(&connect, &options.env)?;
+    let gateway_off = target.missing_credentials.as_ref().map(|why| format!("no gateway credentials: {why}"));
+    if let Some(why) = &gateway_off {
+        warn!(
+            "clawmcp tools: serving the local tools only ({}); the gateway's tools are not served: {why}",
+            crate::LocalTool::ALL.iter().map(|tool| tool.name()).collect::<Vec<_>>().join(", ")
+        );
+    }
     let settings = Arc::new(BridgeSettings {
         tool_filter: options.tool_filter.clone(),
+        gateway_off,
         ..BridgeSettings::from_env(&options.env, &target.config)
     });
     let policy = HttpToolPolicy::from_config(&target.config);
@@ -172,8 +181,14 @@ pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
             None
         }
     };
-    let fallback = GatewayCatalog::build(None, regen.as_ref(), Snapshot::bundled(), &policy);
-    let catalog = Arc::new(if options.discover { CatalogCell::new(fallback) } else { CatalogCell::settled(fallback) });
+    let catalog = Arc::new(match (&settings.gateway_off, options.discover) {
+        // Nothing to ask and nothing a call could reach: no gateway tool is listed.
+        (Some(_), _) => CatalogCell::settled(GatewayCatalog::none()),
+        (None, true) => CatalogCell::new(GatewayCatalog::build(None, regen.as_ref(), Snapshot::bundled(), &policy)),
+        (None, false) => {
+            CatalogCell::settled(GatewayCatalog::build(None, regen.as_ref(), Snapshot::bundled(), &policy))
+        }
+    });
     let invoke_options = ToolsInvokeOptions { deadline: settings.gateway_timeout, ..ToolsInvokeOptions::default() };
     let client = ToolsInvokeClient::new(&target.url, bearer(&target).as_ref(), invoke_options)?;
     let forwarder = Forwarder::new(client, settings.clone());
@@ -213,7 +228,7 @@ impl Prepared {
             (self.target.clone(), self.settings.clone(), self.regen.clone(), self.policy.clone());
         let bridge = self.bridge.clone();
         let cell = self.bridge.catalog().clone();
-        let (enabled, budget) = (options.discover, options.discovery_budget);
+        let (enabled, budget) = (options.discover && self.settings.gateway_off.is_none(), options.discovery_budget);
         tokio::spawn(async move {
             if !enabled {
                 cell.settle(None);

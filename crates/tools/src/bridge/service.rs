@@ -205,9 +205,13 @@ impl ToolsBridge {
             let hint = clawmcp_mcp::tool::did_you_mean(name, served)
                 .map(|close| format!(" Did you mean `{close}`?"))
                 .unwrap_or_default();
+            let gateway = match &self.settings.gateway_off {
+                Some(why) => format!(" The gateway's tools are not served: {why}."),
+                None => String::new(),
+            };
             return ToolResult::error(format!(
                 "Unknown tool: {name}.{hint} It is not among the tools this server advertises (see tools/list): \
-                 neither a local tool nor a gateway tool that the gateway runs over HTTP."
+                 neither a local tool nor a gateway tool that the gateway runs over HTTP.{gateway}"
             ));
         }
         let prepared = self.forwarder.prepare(name, arguments);

@@ -85,6 +85,9 @@ pub struct BridgeSettings {
     pub gateway_timeout: Duration,
     /// Where the pending-yield store lives (`<workspace>/temp/...`).
     pub workspace: PathBuf,
+    /// Why the gateway's tools are not served at all (no gateway credentials were found): the
+    /// local tools still are.
+    pub gateway_off: Option<String>,
 }
 
 impl BridgeSettings {
@@ -97,6 +100,7 @@ impl BridgeSettings {
             tool_filter: ToolFilter::all(),
             gateway_timeout: gateway_timeout(env.get("OPENCLAW_MCP_GATEWAY_TOOL_TIMEOUT_MS")),
             workspace: workspace_dir(env, config),
+            gateway_off: None,
         }
     }
 
