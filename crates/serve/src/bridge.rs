@@ -14,10 +14,17 @@
 //! Ready means `hello-ok` arrived and `sessions.subscribe {}` succeeded (without the
 //! subscription the gateway sends no `session.message`). The MCP side is served from the first
 //! moment; tools that need the gateway wait for readiness, tools that read local state (the
-//! queue, the approval list) do not, as upstream. The first connect is retried only when the
-//! gateway says so (`retryable: true`) or the handshake timed out, as upstream; any other
-//! failure (refused, bad token, pairing required, nothing listening) is final and ends the
-//! process with an error ([`Bridge::startup_failure`]).
+//! queue, the approval list) do not, as upstream.
+//!
+//! Unlike upstream, a failed first connect does not end the process (an MCP client would only
+//! see "Connection closed"; the reason went to a stderr most clients hide). The session stays
+//! up and every tool that needs the gateway answers with the reason and what to do
+//! ([`crate::error::gateway_unavailable`]), also logged at WARN:
+//! - a gateway that cannot be reached (nothing listening, a handshake that failed, a socket that
+//!   closed, a gateway that says `retryable: true`) is tried again with backoff, and the session
+//!   connects as soon as it is up;
+//! - a refusal only the user can fix (a wrong token, a device that needs pairing, an unanswered
+//!   subscription) is not retried: the calls say what to fix, then to restart.
 //!
 //! # After readiness
 //!
@@ -85,8 +92,11 @@ enum Readiness {
         last_error: Option<String>,
     },
     Ready(GatewayClient),
-    /// The first connect failed for good; the process is about to exit.
-    Failed(GatewayError),
+    /// The last connect failed; retried in the background or not (the user must act), as the
+    /// message, the tool calls' answer, says.
+    Failed {
+        message: String,
+    },
     Closed,
 }
 
@@ -153,10 +163,11 @@ impl Bridge {
     }
 
     /// Connects in the background, then pumps events until [`close`](Self::close).
-    pub(crate) fn start(self: &Arc<Self>, options: ClientOptions, retry: BackoffPolicy) {
+    /// `credentials` only name where the secret came from, for the hint on a refusal.
+    pub(crate) fn start(self: &Arc<Self>, options: ClientOptions, retry: BackoffPolicy, credentials: Credentials) {
         let bridge = self.clone();
         tokio::spawn(async move {
-            if let Some((client, events)) = bridge.connect(options, retry).await {
+            if let Some((client, events)) = bridge.connect(options, retry, &credentials).await {
                 bridge.pump(client, events).await;
             }
         });
@@ -173,7 +184,7 @@ impl Bridge {
         };
         match outcome {
             Ok(Ok(Readiness::Ready(client))) => Ok(client),
-            Ok(Ok(Readiness::Failed(error))) => Err(error.to_string()),
+            Ok(Ok(Readiness::Failed { message, .. })) => Err(message),
             Ok(Ok(Readiness::Closed) | Err(_)) => Err("the bridge is shutting down".to_owned()),
             Ok(Ok(Readiness::Connecting { .. })) => unreachable!("wait_for skips this state"),
             Err(_) => {
@@ -186,16 +197,6 @@ impl Bridge {
                     self.ready_timeout.as_secs()
                 ))
             }
-        }
-    }
-
-    /// Resolves when the first connect has failed for good, with the reason.
-    pub(crate) async fn startup_failure(&self) -> GatewayError {
-        let mut state = self.readiness.subscribe();
-        match state.wait_for(|s| matches!(s, Readiness::Failed(_))).await.map(|s| s.clone()) {
-            Ok(Readiness::Failed(error)) => error,
-            // The sender lives in `self`, so the channel cannot close under us.
-            _ => std::future::pending().await,
         }
     }
 
@@ -248,12 +249,21 @@ impl Bridge {
         })
     }
 
+    /// The gateway refused us in a way only the user can fix: every call says so from now on.
+    fn fail_for_good(&self, error: &GatewayError, credentials: &Credentials) {
+        let message = crate::error::gateway_unavailable(error, credentials, false);
+        warn!("{message}");
+        self.settle(Readiness::Failed { message });
+    }
+
     async fn connect(
         &self,
         options: ClientOptions,
         retry: BackoffPolicy,
+        credentials: &Credentials,
     ) -> Option<(GatewayClient, EventSubscription)> {
         let mut backoff = Backoff::new(retry);
+        let mut warned = false;
         let client = loop {
             let attempt = tokio::select! {
                 attempt = GatewayClient::connect(options.clone()) => attempt,
@@ -270,8 +280,23 @@ impl Bridge {
                         () = self.closed.cancelled() => return None,
                     }
                 }
+                Err(error) if !needs_the_user(&error) => {
+                    let delay = backoff.next_delay();
+                    let message = crate::error::gateway_unavailable(&error, credentials, true);
+                    if warned {
+                        info!(%error, ?delay, "the gateway is still unreachable; retrying");
+                    } else {
+                        warn!("{message}");
+                        warned = true;
+                    }
+                    self.settle(Readiness::Failed { message });
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = self.closed.cancelled() => return None,
+                    }
+                }
                 Err(error) => {
-                    self.settle(Readiness::Failed(error));
+                    self.fail_for_good(&error, credentials);
                     return None;
                 }
             }
@@ -285,7 +310,7 @@ impl Bridge {
         };
         if let Err(error) = subscribed {
             client.close().await;
-            self.settle(Readiness::Failed(error));
+            self.fail_for_good(&error, credentials);
             return None;
         }
         if let Some(hello) = client.hello() {
@@ -448,6 +473,24 @@ fn first_text_block(message: &Value) -> Option<String> {
 }
 
 /// Upstream retries the first connect only on these (`shouldRetryInitialMcpGatewayConnect`).
+/// A failure trying again cannot cure: the gateway refused this client (credentials, pairing,
+/// protocol) rather than being unreachable.
+fn needs_the_user(error: &GatewayError) -> bool {
+    use GatewayError::*;
+    matches!(
+        error,
+        ConnectRejected { .. }
+            | ProtocolMismatch { .. }
+            | InvalidUrl { .. }
+            | BadHandshake { .. }
+            | Rejected { .. }
+            | Timeout { .. }
+            | PayloadTooLarge { .. }
+            | InvalidParams { .. }
+            | Stopped(_)
+    )
+}
+
 fn retryable_at_startup(error: &GatewayError) -> bool {
     match error {
         GatewayError::ConnectRejected { error, .. } => error.retryable == Some(true),

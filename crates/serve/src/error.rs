@@ -1,7 +1,7 @@
-//! Why `clawmcp serve` ended with a failure. Each message says what failed and what to do;
-//! startup failures keep upstream's wording (`MCP server failed to start: <err>. Run openclaw
-//! gateway status --deep --require-rpc to inspect Gateway health.`) so existing troubleshooting
-//! advice still applies.
+//! Why `clawmcp serve` failed, or why its gateway tools cannot answer. Each message says what
+//! failed and what to do; a bad configuration keeps upstream's `MCP server failed to start:`
+//! prefix, and an unavailable gateway ends with upstream's advice (`Run openclaw gateway status
+//! --deep --require-rpc to inspect Gateway health.`) so existing troubleshooting still applies.
 
 use clawmcp_gateway::{ConfigError, Credentials, GatewayError, IdentityError};
 
@@ -17,10 +17,6 @@ pub enum ServeError {
     /// The device key could not be loaded or created.
     #[error("MCP server failed to start: {0}")]
     Identity(IdentityError),
-
-    /// The gateway could not be reached, or refused us, before the bridge was ready.
-    #[error("MCP server failed to start: {error}{hint}. {HEALTH_HINT}")]
-    Startup { error: GatewayError, hint: String },
 
     /// Reading the MCP client's input or writing its output failed.
     #[error("the MCP stdio transport failed: {0}")]
@@ -41,10 +37,22 @@ impl From<IdentityError> for ServeError {
     }
 }
 
-impl ServeError {
-    /// A startup failure, with a pointer to the likely fix where the gateway said enough.
-    pub(crate) fn startup(error: GatewayError, credentials: &Credentials) -> Self {
-        let hint = match error.detail_code() {
+/// What a tool call that needs the gateway answers while it cannot be had (and what the WARN log
+/// says): the failure in upstream's words, a pointer to the likely fix where the gateway said
+/// enough, and what happens next — `retrying` in the background (call again once the gateway is
+/// up), or not (fix it and restart).
+pub(crate) fn gateway_unavailable(error: &GatewayError, credentials: &Credentials, retrying: bool) -> String {
+    let next = match retrying {
+        true => "clawmcp serve keeps trying to connect in the background: call again once the gateway is up",
+        false => "this is not retried: fix it, then restart clawmcp serve (reconnect the MCP server in the client)",
+    };
+    format!("The OpenClaw gateway is not available: {error}{}; {next}. {HEALTH_HINT}", refusal_hint(error, credentials))
+}
+
+/// A pointer to the likely fix where the gateway said enough, else nothing.
+fn refusal_hint(error: &GatewayError, credentials: &Credentials) -> String {
+    {
+        match error.detail_code() {
             Some(code) if code.starts_with("AUTH_") => {
                 let sources: Vec<&str> = [credentials.token_source.as_deref(), credentials.password_source.as_deref()]
                     .into_iter()
@@ -68,8 +76,7 @@ impl ServeError {
                 format!(" (this device must be approved once on the gateway host: openclaw devices approve {request})")
             }
             _ => String::new(),
-        };
-        ServeError::Startup { error, hint }
+        }
     }
 }
 
@@ -93,12 +100,13 @@ mod tests {
             token_source: Some("--token-file `/x/gateway.token`".into()),
             ..Credentials::default()
         };
-        let error = ServeError::startup(
-            refused(json!({"code": "AUTH_TOKEN_MISMATCH"}), "unauthorized: gateway token mismatch"),
+        let text = gateway_unavailable(
+            &refused(json!({"code": "AUTH_TOKEN_MISMATCH"}), "unauthorized: gateway token mismatch"),
             &credentials,
+            false,
         );
-        let text = error.to_string();
-        assert!(text.starts_with("MCP server failed to start: "), "{text}");
+        assert!(text.starts_with("The OpenClaw gateway is not available: "), "{text}");
+        assert!(text.contains("this is not retried: fix it, then restart clawmcp serve"), "{text}");
         assert!(text.contains("unauthorized: gateway token mismatch"), "{text}");
         assert!(text.contains("--token-file `/x/gateway.token`"), "{text}");
         assert!(
@@ -113,19 +121,27 @@ mod tests {
         let config = ServeError::from(ConfigError::ConflictingFlags { flag: "token" });
         assert_eq!(config.to_string(), "MCP server failed to start: pass either --token or --token-file, not both");
         assert!(std::error::Error::source(&config).is_none());
-        let startup = ServeError::startup(GatewayError::Closed, &Credentials::default());
-        assert!(std::error::Error::source(&startup).is_none());
+    }
+
+    #[test]
+    fn an_unreachable_gateway_says_it_is_retried() {
+        let text = gateway_unavailable(&GatewayError::Closed, &Credentials::default(), true);
+        assert!(
+            text.contains("keeps trying to connect in the background: call again once the gateway is up"),
+            "{text}"
+        );
     }
 
     #[test]
     fn pairing_required_says_how_to_approve() {
-        let error = ServeError::startup(
-            refused(
+        let error = gateway_unavailable(
+            &refused(
                 json!({"code": "PAIRING_REQUIRED", "requestId": "req-1"}),
                 "pairing required: device is not approved yet",
             ),
             &Credentials::default(),
+            false,
         );
-        assert!(error.to_string().contains("openclaw devices approve req-1"), "{error}");
+        assert!(error.contains("openclaw devices approve req-1"), "{error}");
     }
 }

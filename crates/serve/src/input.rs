@@ -4,14 +4,9 @@
 //! only finishes writing once every handle is gone. Learning about EOF as the transport reads
 //! it lets the bridge drop its handle right away, so the process exits as soon as the client
 //! closes stdin instead of waiting out the transport's writer grace period.
-//!
-//! It also counts the bytes read, so a session that must end (the gateway refused us at start)
-//! can first read and answer what the client already sent ([`InputActivity`]).
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
@@ -20,27 +15,12 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct InputEnd<R> {
     inner: R,
     ended: CancellationToken,
-    activity: InputActivity,
-}
-
-/// How many bytes the session has read so far (a clone sees the same count).
-#[derive(Clone, Default)]
-pub(crate) struct InputActivity(Arc<AtomicU64>);
-
-impl InputActivity {
-    pub(crate) fn bytes_read(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
 }
 
 impl<R> InputEnd<R> {
     /// Wraps `inner`; `ended` fires at EOF or on a read error.
     pub(crate) fn new(inner: R, ended: CancellationToken) -> Self {
-        InputEnd { inner, ended, activity: InputActivity::default() }
-    }
-
-    pub(crate) fn activity(&self) -> InputActivity {
-        self.activity.clone()
+        InputEnd { inner, ended }
     }
 }
 
@@ -50,7 +30,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for InputEnd<R> {
         let had_room = buf.remaining() > 0;
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         let read = buf.filled().len() - before;
-        self.activity.0.fetch_add(read as u64, Ordering::Relaxed);
         match &polled {
             Poll::Ready(Ok(())) if had_room && read == 0 => self.ended.cancel(),
             Poll::Ready(Err(_)) => self.ended.cancel(),

@@ -21,9 +21,9 @@
 //! The flags (over `OPENCLAW_*` env over `openclaw.json`) name the gateway; a bad combination
 //! fails before anything is served. Then the MCP session starts at once on stdin/stdout (clients
 //! time out on a slow `initialize`) while the gateway connection comes up in the background;
-//! tools that need the gateway wait for it. If that first connection fails for good, pending
-//! calls get the error, the process prints upstream's `MCP server failed to start: ...` and
-//! exits 1. EOF on stdin (or the shutdown token, wired to SIGINT/SIGTERM by the CLI) ends the
+//! tools that need the gateway wait for it. If the gateway cannot be had, the session stays up:
+//! those tools answer with the reason and what to do (and an unreachable gateway is retried until
+//! it is up; see `bridge`). EOF on stdin (or the shutdown token, wired to SIGINT/SIGTERM by the CLI) ends the
 //! session cleanly: calls are cancelled, waiters released, the gateway connection closed, exit
 //! 0. A failure to read stdin or write stdout is an error exit. Stdout carries JSON-RPC only;
 //! logs go through `tracing` (the CLI sends them to stderr). No child processes.
@@ -68,33 +68,6 @@ pub const SERVER_NAME: &str = "openclaw";
 
 /// The OpenClaw release whose `mcp serve` surface this reproduces.
 pub const OPENCLAW_COMPAT_VERSION: &str = "2026.9.6";
-
-/// After a failed startup, the input must have been quiet this long (and every call answered)
-/// before the process exits: what the client sent before learning of the failure is answered.
-const STARTUP_FAILURE_GRACE: Duration = Duration::from_secs(1);
-
-/// The longest a failed startup keeps answering a client that keeps sending.
-const STARTUP_DRAIN_LIMIT: Duration = Duration::from_secs(5);
-
-/// Resolves once every call has answered and the input has been quiet for
-/// [`STARTUP_FAILURE_GRACE`] (or reached EOF).
-async fn drain_input(service: &service::ServeService, activity: &input::InputActivity, ended: &CancellationToken) {
-    loop {
-        service.idle().await;
-        let seen = activity.bytes_read();
-        if ended.is_cancelled() {
-            return;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(STARTUP_FAILURE_GRACE) => {}
-            () = ended.cancelled() => {}
-        }
-        if activity.bytes_read() == seen && !ended.is_cancelled() {
-            service.idle().await;
-            return;
-        }
-    }
-}
 
 /// `serverInfo.version`: `2026.9.6+clawmcp.<ours>`. Semver build metadata: version comparisons
 /// treat it as the OpenClaw release whose surface we reproduce, and a human reading it learns
@@ -179,7 +152,7 @@ where
         bridge::Bridge::new(options.claude_channel_mode, options.queue_limits, notifier, options.request_timeout);
     let mut client_options = bridge::client_options(&target.url, &target.credentials, device, options.request_timeout);
     client_options.max_inbound_frame_bytes = options.max_inbound_frame_bytes;
-    bridge.start(client_options, options.connect_retry);
+    bridge.start(client_options, options.connect_retry, target.credentials.clone());
     let service = Arc::new(service::ServeService::new(bridge.clone()));
     let info = ServerInfo { name: SERVER_NAME.to_owned(), version: server_version() };
     // The real bridge runs on the TypeScript MCP SDK: answer with its wire conventions.
@@ -192,7 +165,6 @@ where
     let stop = shutdown.child_token();
     let input_ended = CancellationToken::new();
     let input = input::InputEnd::new(input, input_ended.clone());
-    let input_activity = input.activity();
     // Once the session is ending, our notification handle must not keep its writer alive.
     let release = tokio::spawn({
         let (bridge, stop, input_ended) = (bridge.clone(), stop.clone(), input_ended.clone());
@@ -205,34 +177,13 @@ where
         }
     });
 
-    let session = stdio::serve(server, input, output, outbound, outbound_rx, stop.clone());
-    tokio::pin!(session);
-    let outcome = tokio::select! {
-        end = &mut session => Ok(end),
-        error = bridge.startup_failure() => {
-            // Calls waiting for readiness answer with the error at once. Requests the client
-            // already sent (still in the pipe) are read and answered too, with the same error
-            // for gateway tools, before the process exits: nothing sent is dropped unanswered.
-            let ended = tokio::select! {
-                () = drain_input(&service, &input_activity, &input_ended) => false,
-                _ = &mut session => true,
-                () = tokio::time::sleep(STARTUP_DRAIN_LIMIT) => false,
-            };
-            bridge.notifier().close();
-            stop.cancel();
-            if !ended {
-                let _ = (&mut session).await;
-            }
-            Err(error)
-        }
-    };
+    let end = stdio::serve(server, input, output, outbound, outbound_rx, stop.clone()).await;
     bridge.close().await;
     release.abort();
-    match outcome {
-        Ok(SessionEnd::InputClosed) => Ok(ServeExit::InputClosed),
-        Ok(SessionEnd::Shutdown) => Ok(ServeExit::Shutdown),
-        Ok(SessionEnd::OutputFailed(error)) => Err(ServeError::Transport(format!("writing to stdout: {error}"))),
-        Ok(SessionEnd::InputFailed(error)) => Err(ServeError::Transport(format!("reading stdin: {error}"))),
-        Err(error) => Err(ServeError::startup(error, &target.credentials)),
+    match end {
+        SessionEnd::InputClosed => Ok(ServeExit::InputClosed),
+        SessionEnd::Shutdown => Ok(ServeExit::Shutdown),
+        SessionEnd::OutputFailed(error) => Err(ServeError::Transport(format!("writing to stdout: {error}"))),
+        SessionEnd::InputFailed(error) => Err(ServeError::Transport(format!("reading stdin: {error}"))),
     }
 }

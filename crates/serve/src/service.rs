@@ -10,7 +10,6 @@ use clawmcp_mcp::{CallContext, McpService, Tool, ToolResult};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use tokio::sync::watch;
 use tracing::debug;
 
 use crate::bridge::Bridge;
@@ -22,27 +21,11 @@ pub const PERMISSION_REQUEST_NOTIFICATION: &str = "notifications/claude/channel/
 pub(crate) struct ServeService {
     bridge: Arc<Bridge>,
     tools: Vec<Tool>,
-    /// Tool calls running now, so a failing startup can let them answer before the exit.
-    in_flight: watch::Sender<usize>,
-}
-
-/// Counts one running call until dropped.
-struct InFlightGuard(watch::Sender<usize>);
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        self.0.send_modify(|running| *running -= 1);
-    }
 }
 
 impl ServeService {
     pub(crate) fn new(bridge: Arc<Bridge>) -> Self {
-        ServeService { bridge, tools: tools::descriptors(), in_flight: watch::Sender::new(0) }
-    }
-
-    /// Resolves once no tool call is running.
-    pub(crate) async fn idle(&self) {
-        let _ = self.in_flight.subscribe().wait_for(|running| *running == 0).await;
+        ServeService { bridge, tools: tools::descriptors() }
     }
 }
 
@@ -57,13 +40,7 @@ impl McpService for ServeService {
         arguments: Map<String, Value>,
         ctx: CallContext,
     ) -> BoxFuture<'a, ToolResult> {
-        self.in_flight.send_modify(|running| *running += 1);
-        let guard = InFlightGuard(self.in_flight.clone());
-        async move {
-            let _guard = guard;
-            tools::call(&self.bridge, name, &arguments, &ctx).await
-        }
-        .boxed()
+        async move { tools::call(&self.bridge, name, &arguments, &ctx).await }.boxed()
     }
 
     fn capabilities(&self) -> Value {

@@ -71,8 +71,10 @@ async fn the_shutdown_token_ends_cleanly() {
     assert_eq!(within(fake.wait_for_client_closes(1)).await[0].1, 1000);
 }
 
+/// A gateway that never answers the subscription: the session stays up (local tools answer,
+/// gateway tools say why at once), and EOF still ends it cleanly.
 #[tokio::test(start_paused = true)]
-async fn initialize_does_not_wait_for_the_gateway_and_a_stalled_subscription_fails_startup() {
+async fn initialize_does_not_wait_for_the_gateway_and_a_stalled_subscription_keeps_the_session_up() {
     let fake = gateway().await;
     fake.on("sessions.subscribe", |_| Reply::Stall);
     let (options, identity) = options(&fake, ClaudeChannelMode::Auto);
@@ -87,17 +89,22 @@ async fn initialize_does_not_wait_for_the_gateway_and_a_stalled_subscription_fai
     let waiting = session.start_call("conversations_list", json!({})).await;
     let failed = session.result(waiting).await;
     assert!(is_error(&failed), "{failed}");
-    assert_eq!(text(&failed), "gateway method `sessions.subscribe` got no response within 180s");
-    let error = session.ended().await.unwrap_err();
-    assert!(matches!(error, ServeError::Startup { .. }), "{error:?}");
     assert_eq!(
-        error.to_string(),
-        "MCP server failed to start: gateway method `sessions.subscribe` got no response within 180s. Run openclaw gateway status --deep --require-rpc to inspect Gateway health."
+        text(&failed),
+        "The OpenClaw gateway is not available: gateway method `sessions.subscribe` got no response within 180s; \
+         this is not retried: fix it, then restart clawmcp serve (reconnect the MCP server in the client). \
+         Run openclaw gateway status --deep --require-rpc to inspect Gateway health."
     );
+    assert_eq!(text(&session.call("events_poll", json!({})).await), "events: 0", "still serving");
+    let again = session.call("conversations_list", json!({})).await;
+    assert_eq!(text(&again), text(&failed), "every gateway call answers at once with the reason");
+    assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed);
 }
 
+/// A refused token keeps the session up: each gateway call says what failed, where the
+/// credential came from and that it is not retried; the gateway is asked once.
 #[tokio::test(start_paused = true)]
-async fn a_bad_token_fails_startup_with_a_clear_error_and_answers_waiting_calls() {
+async fn a_bad_token_keeps_the_session_up_and_every_gateway_call_says_what_to_fix() {
     let fake = gateway().await;
     let (mut options, identity) = options(&fake, ClaudeChannelMode::Auto);
     options.connect.token = Some(Secret::new("wrong-token"));
@@ -109,20 +116,23 @@ async fn a_bad_token_fails_startup_with_a_clear_error_and_answers_waiting_calls(
     assert!(session.response(initialize).await["result"]["serverInfo"].is_object());
     let refused = session.result(call).await;
     assert!(is_error(&refused));
-    assert!(text(&refused).contains("unauthorized: gateway token mismatch"), "{refused}");
-
-    let error = session.ended().await.unwrap_err().to_string();
-    assert!(error.starts_with("MCP server failed to start: the gateway at `ws://127.0.0.1:"), "{error}");
+    let error = text(&refused).to_owned();
+    assert!(error.starts_with("The OpenClaw gateway is not available: the gateway at `ws://127.0.0.1:"), "{error}");
     assert!(error.contains("unauthorized: gateway token mismatch"), "{error}");
     assert!(error.contains("the credential came from --token"), "{error}");
+    assert!(error.contains("this is not retried: fix it, then restart clawmcp serve"), "{error}");
     assert!(error.ends_with("Run openclaw gateway status --deep --require-rpc to inspect Gateway health."), "{error}");
     assert!(!error.contains("wrong-token"), "secrets never reach the message");
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert_eq!(fake.connect_attempts(), 1, "a refused token is not retried");
+    let later = session.call("conversations_list", json!({})).await;
+    assert_eq!(text(&later), error, "the session is still up and says the same");
+    assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed);
 }
 
+/// Nothing listening: the session stays up, gateway calls name the URL and say it is retried.
 #[tokio::test(start_paused = true)]
-async fn nothing_listening_fails_startup_naming_the_url() {
+async fn nothing_listening_keeps_the_session_up_naming_the_url() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -133,13 +143,37 @@ async fn nothing_listening_fails_startup_naming_the_url() {
         ..ConnectOverrides::default()
     };
     let mut session = Session::spawn(ServeOptions::new(connect, Env::default()), None);
-    let error = session.ended().await.unwrap_err().to_string();
+    session.initialize().await;
+    let down = session.call("conversations_list", json!({})).await;
+    assert!(is_error(&down), "{down}");
+    let message = text(&down);
     assert!(
-        error.starts_with(&format!(
-            "MCP server failed to start: cannot open a WebSocket to the gateway at `ws://127.0.0.1:{port}`"
+        message.starts_with(&format!(
+            "The OpenClaw gateway is not available: cannot open a WebSocket to the gateway at `ws://127.0.0.1:{port}`"
         )),
-        "{error}"
+        "{message}"
     );
+    assert!(message.contains("keeps trying to connect in the background: call again once the gateway is up"));
+    assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed);
+}
+
+/// A gateway that is down when the session starts (its upgrades answered 503) is tried again
+/// until it is up; then the session connects and gateway calls work, without a restart.
+#[tokio::test(start_paused = true)]
+async fn a_gateway_down_at_start_is_retried_and_the_session_connects_once_it_is_up() {
+    let fake = gateway().await;
+    fake.set_accepting(false);
+    fake.on("sessions.list", |_| Reply::Ok(json!({"sessions": []})));
+    let (options, identity) = options(&fake, ClaudeChannelMode::Auto);
+    let mut session = Session::spawn(options, Some(identity));
+    session.initialize().await;
+    let down = session.call("conversations_list", json!({})).await;
+    assert!(is_error(&down) && text(&down).contains("keeps trying to connect in the background"), "{down}");
+    fake.set_accepting(true);
+    subscribed(&fake, 1).await;
+    let up = session.call("conversations_list", json!({})).await;
+    assert_eq!(text(&up), "conversations: 0\n\n{\n  \"conversations\": []\n}");
+    assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed);
 }
 
 #[tokio::test(start_paused = true)]
@@ -220,11 +254,10 @@ async fn calls_waiting_on_a_gateway_that_keeps_saying_retry_time_out_clearly() {
     assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed, "retrying is not a failure");
 }
 
-/// A gateway that refuses us at start ends the process, but only after everything the client
-/// had already sent is read and answered (gateway tools with the startup error): nothing is
-/// dropped unanswered.
+/// A gateway that cannot be reached at start: everything the client sends at once is answered
+/// (gateway tools with the reason), and the session stays up.
 #[tokio::test]
-async fn a_failed_start_answers_every_request_already_sent_before_exiting() {
+async fn an_unreachable_gateway_at_start_answers_every_request_already_sent() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -250,6 +283,5 @@ async fn a_failed_start_answers_every_request_already_sent_before_exiting() {
     }
     let gateway_call = &responses[&ids[1]]["result"];
     assert!(is_error(gateway_call) && text(gateway_call).contains("cannot open a WebSocket"), "{gateway_call}");
-    let error = session.ended().await.unwrap_err().to_string();
-    assert!(error.contains("cannot open a WebSocket"), "{error}");
+    assert_eq!(session.finish().await.unwrap(), ServeExit::InputClosed, "and the session is still up");
 }
