@@ -202,7 +202,10 @@ fn plural(kind: &str) -> String {
 /// ` (its description)`, cut to [`MAX_SHOWN_DESCRIPTION`] characters, or nothing.
 fn description_of(schema: &Value) -> String {
     match schema.get("description").and_then(Value::as_str).map(str::trim) {
-        Some(description) if !description.is_empty() => format!(" ({})", cut(description, MAX_SHOWN_DESCRIPTION)),
+        // Without its closing full stop: it sits inside parentheses, inside a sentence.
+        Some(description) if !description.is_empty() => {
+            format!(" ({})", cut(description.trim_end_matches('.'), MAX_SHOWN_DESCRIPTION))
+        }
         _ => String::new(),
     }
 }
@@ -247,7 +250,7 @@ mod tests {
         assert_eq!(
             error,
             "Invalid arguments for demo.tool: `bins` must be an array of strings, not 5 (Executable names to look \
-             up.). Every argument, its type and what it means are in the tool's input schema (tools/list)."
+             up). Every argument, its type and what it means are in the tool's input schema (tools/list)."
         );
         let error = check(which_schema(), json!({"bins": ["ls", 7]})).unwrap_err();
         assert!(error.contains("`bins[1]` must be a string, not 7"), "{error}");
@@ -256,7 +259,7 @@ mod tests {
     #[test]
     fn a_missing_required_argument_and_an_unknown_one_are_named() {
         let error = check(which_schema(), json!({})).unwrap_err();
-        assert!(error.contains("`bins` is required (Executable names to look up.)"), "{error}");
+        assert!(error.contains("`bins` is required (Executable names to look up)"), "{error}");
         let error = check(which_schema(), json!({"bins": ["ls"], "timeoutMS": 5})).unwrap_err();
         assert!(error.contains("`timeoutMS` is not an argument of this tool (did you mean `timeoutMs`?)"), "{error}");
         let error = check(which_schema(), json!({"bins": ["ls"], "colour": "red"})).unwrap_err();

@@ -11,6 +11,7 @@ mod approvals;
 mod approvals_policy;
 mod call;
 mod doctor;
+mod errors;
 mod help;
 mod install;
 mod lifecycle;
