@@ -350,13 +350,17 @@ fn the_mode_matrix_switches_live_in_both_directions() {
     );
 
     set("EnableMcpServer", "false");
+    // The port closes first and the status file says so right after: wait for both (asserting
+    // the status the moment the port closed raced its write).
     wait_for(
         WAIT,
-        "the MCP port to close",
-        || crate::support::probe(node.port, None).is_err().then_some(()),
+        "the MCP port to close and the status to say off",
+        || {
+            (crate::support::probe(node.port, None).is_err() && status_json(&sandbox)["mcp"]["state"] == "off")
+                .then_some(())
+        },
         || node.stderr(),
     );
-    assert_eq!(status_json(&sandbox)["mcp"]["state"], "off");
     set("EnableMcpServer", "true");
     wait_for(
         WAIT,
