@@ -183,10 +183,12 @@ fn token_file(sandbox: &Sandbox) -> PathBuf {
 
 /// `clawmcp tools` pointed at a loopback port nothing listens on: discovery fails fast and the
 /// bridge serves its local tools and the bundled gateway catalogue.
+/// `verbosity` ("" for the default level) comes first.
 fn tools_args(sandbox: &Sandbox, verbosity: &'static str) -> Vec<String> {
     let closed = format!("ws://127.0.0.1:{}", crate::support::free_port());
     let token = token_file(sandbox).display().to_string();
-    vec![verbosity.into(), "tools".into(), "--url".into(), closed, "--token-file".into(), token]
+    let args = [verbosity.into(), "tools".into(), "--url".into(), closed, "--token-file".into(), token];
+    args.into_iter().filter(|arg: &String| !arg.is_empty()).collect()
 }
 
 fn args_ref(args: &[String]) -> Vec<&str> {
@@ -370,6 +372,38 @@ fn clawmcp_tools_writes_only_json_rpc_to_stdout_at_trace_level() {
     assert!(!is_error(&echoed) && echoed.to_string().contains("marker-7"), "{echoed}");
     unknown_method_and_garbage(&mut bridge);
     assert_stdout_is_json_rpc_only(&mut bridge);
+}
+
+/// What `clawmcp tools` cannot do is said on stderr at the default level (WARN), with the fix:
+/// a gateway that cannot be asked for its tools, and no gateway credentials at all (then the
+/// local tools alone are served).
+#[test]
+fn clawmcp_tools_warns_when_the_gateway_cannot_be_asked_or_has_no_credentials() {
+    let sandbox = Sandbox::new();
+    let args = tools_args(&sandbox, "");
+    let mut bridge = Bridge::start(&sandbox, Launch::Direct, &args_ref(&args), &[]);
+    bridge.initialize();
+    bridge.request(2, "tools/list", json!({}));
+    wait_for(
+        WAIT_LIMIT,
+        "the discovery warning",
+        || bridge.process.stderr().contains("could not be asked for its tools").then_some(()),
+        || bridge.process.stderr(),
+    );
+    let stderr = bridge.process.stderr();
+    assert!(stderr.contains(" WARN ") && stderr.contains("serving the recorded list"), "{stderr}");
+    assert!(stderr.contains("cannot connect to the gateway"), "the reason: {stderr}");
+
+    let closed = format!("ws://127.0.0.1:{}", crate::support::free_port());
+    let mut local = Bridge::start(&sandbox, Launch::Direct, &["tools", "--url", &closed], &[]);
+    local.initialize();
+    let listed = local.request(2, "tools/list", json!({}));
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["read", "write", "edit", "exec", "glob", "grep", "process", "sessions_yield"]);
+    let stderr = local.process.stderr();
+    assert!(stderr.contains(" WARN ") && stderr.contains("serving the local tools only"), "{stderr}");
+    assert!(stderr.contains("pass --token/--token-file or --password/--password-file"), "{stderr}");
 }
 
 #[test]

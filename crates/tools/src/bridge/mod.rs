@@ -237,8 +237,20 @@ impl Prepared {
             }
             let key = settings.discovery_session_key();
             let live = discover(&target, &key, settings.agent_id_for(Some(&key)), budget).await;
-            for problem in &live.problems {
-                info!(problem = problem.as_str(), "gateway tool discovery");
+            if live.is_empty() {
+                // Nothing live: the session serves a recorded list, and every gateway call will
+                // fail the same way. Said where a user looks (WARN), with what to check.
+                warn!(
+                    "clawmcp tools: the gateway at {} could not be asked for its tools ({}); serving the recorded \
+                     list. Check that the gateway is running (openclaw gateway status) and the credentials \
+                     (--token-file, OPENCLAW_GATEWAY_TOKEN or openclaw.json); calls are sent to it anyway",
+                    target.url,
+                    live.problems.join("; ")
+                );
+            } else {
+                for problem in &live.problems {
+                    info!(problem = problem.as_str(), "gateway tool discovery");
+                }
             }
             let discovered = (!live.is_empty())
                 .then(|| GatewayCatalog::build(Some(&live), regen.as_ref(), Snapshot::bundled(), &policy));
