@@ -284,7 +284,15 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let prepared = prepare(&options)?;
-    info!(url = %prepared.target.url, workspace = %prepared.settings.workspace.display(), "clawmcp tools: serving on stdio");
+    // Two different directories, named as such: the local tools resolve relative paths against
+    // the directory the client started us in; OPENCLAW_WORKSPACE (or openclaw.json's) only holds
+    // sessions_yield's pending state, and need not exist until a yield is recorded.
+    info!(
+        url = %prepared.target.url,
+        local_tools_root = %options.local_root.display(),
+        yield_state = %prepared.settings.workspace.join(pending::PENDING_DIR).display(),
+        "clawmcp tools: serving on stdio"
+    );
     let (outbound, outbound_rx) = stdio::outbound_channel();
     let discovery = prepared.start_discovery(&options, Some(outbound.downgrade()));
     let bridge = prepared.bridge.clone();
