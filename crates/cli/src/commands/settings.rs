@@ -30,10 +30,41 @@ pub fn run(args: SettingsArgs) -> anyhow::Result<ExitCode> {
             settings.system_run_sandbox.validate().map_err(UsageError)?;
             data.ensure()?;
             settings.save(&path)?;
-            output::note(&format!("saved {}", path.display()));
+            output::note(&format!("saved {}: {}", path.display(), effect(key, &settings)));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// When and how a running node applies `key` (as now saved in `settings`): every key applies
+/// without a restart, but not all at the same moment, and a user should not have to guess.
+fn effect(key: SettingKey, settings: &Settings) -> &'static str {
+    match key {
+        SettingKey::EnableNodeMode if settings.enable_node_mode => {
+            "a running node joins the gateway as a node within seconds, with its saved gateway URL and credentials \
+             (`clawmcp node status` shows the state; `clawmcp doctor` why it cannot)"
+        }
+        SettingKey::EnableNodeMode => "a running node leaves the gateway within seconds",
+        SettingKey::EnableMcpServer if settings.enable_mcp_server => {
+            "a running node serves MCP on its port again within seconds"
+        }
+        SettingKey::EnableMcpServer => {
+            "a running node stops serving MCP on its port within seconds (node mode, if on, stays)"
+        }
+        SettingKey::NodeSystemRunEnabled
+        | SettingKey::NodeScreenEnabled
+        | SettingKey::NodeCameraEnabled
+        | SettingKey::NodeClipboardReadEnabled => {
+            "a running node applies it at once: its next tools/list and its next call see it"
+        }
+        SettingKey::NodeFileRoots => "a running node applies it to its next file.*, dir.* and fs.listDir call",
+        SettingKey::SandboxEnabled
+        | SettingKey::SandboxNetwork
+        | SettingKey::SandboxWritablePaths
+        | SettingKey::SandboxMemoryMib
+        | SettingKey::SandboxMaxProcesses
+        | SettingKey::SandboxCpuSeconds => "a running node applies it to its next system.run",
+    }
 }
 
 /// Sets `key` to `value` as text from the command line.

@@ -63,7 +63,8 @@ fn set_saves_a_private_file_that_show_reads_back() {
         .args(["set", "EnableMcpServer", "false"])
         .assert()
         .success()
-        .stderr(contains(sandbox.settings_path().display().to_string()));
+        .stderr(contains(sandbox.settings_path().display().to_string()))
+        .stderr(contains("a running node stops serving MCP on its port within seconds"));
     assert_eq!(mode(&sandbox.data()), 0o700);
     assert_eq!(mode(&sandbox.settings_path()), 0o600);
     assert_eq!(settings_file(&sandbox)["EnableMcpServer"], json!(false));
@@ -71,6 +72,21 @@ fn set_saves_a_private_file_that_show_reads_back() {
     let shown =
         json_of(&sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).arg("show").assert().success());
     assert_eq!(shown["EnableMcpServer"], json!(false));
+
+    // Each key says when a running node applies it.
+    for (key, value, says) in [
+        ("EnableMcpServer", "true", "serves MCP on its port again"),
+        ("NodeScreenEnabled", "true", "applies it at once: its next tools/list and its next call see it"),
+        ("SystemRunSandbox.Network", "false", "applies it to its next system.run"),
+    ] {
+        sandbox
+            .clawmcp(["settings", "--data-dir"])
+            .arg(sandbox.data())
+            .args(["set", key, value])
+            .assert()
+            .success()
+            .stderr(contains(says));
+    }
 }
 
 #[test]
