@@ -301,6 +301,17 @@ pub struct CallArgs {
     #[arg(long, conflicts_with_all = ["command", "list_tools", "params"])]
     pub stdio: bool,
 
+    /// Write the result's image, audio or file content (screen.snapshot's PNG, file.fetch's
+    /// bytes, dir.fetch's tar.gz, ...) to this file, created 0600; refused if it exists, unless
+    /// --force. A file the node sent a sha256 with is checked against it. The metadata still goes
+    /// to stdout.
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, conflicts_with_all = ["list_tools", "stdio"])]
+    pub output_file: Option<std::path::PathBuf>,
+
+    /// With --output-file: replace an existing file (atomically).
+    #[arg(long, requires = "output_file")]
+    pub force: bool,
+
     #[command(flatten)]
     pub endpoint: EndpointArgs,
 }

@@ -10,6 +10,7 @@
 //! `call --stdio` is not one request but a whole MCP session relayed to the node: see
 //! [`crate::stdio_relay`].
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -59,7 +60,89 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(130));
             }
         };
-        Ok(print_answer(answer.map_err(|e| e.with_token_hint(&source))?))
+        let answer = answer.map_err(|e| e.with_token_hint(&source))?;
+        let written = match (&args.output_file, &answer) {
+            (Some(path), Answer::Result(result)) if result.get("isError").and_then(Value::as_bool) != Some(true) => {
+                Some(write_output_file(path, args.force, args.command.as_deref().unwrap_or_default(), result))
+            }
+            _ => None,
+        };
+        let status = print_answer(answer);
+        match written {
+            Some(Err(error)) => Err(error),
+            Some(Ok(note)) => {
+                output::note(&note);
+                Ok(status)
+            }
+            None => Ok(status),
+        }
+    })
+}
+
+/// Writes the first binary block of `result` (an image, audio, or an embedded resource's blob)
+/// to `path`: a new file unless `force` (then replaced atomically), checked against the sha256
+/// the command's metadata names, if it names one. Returns what to tell the user.
+fn write_output_file(path: &Path, force: bool, tool: &str, result: &Value) -> anyhow::Result<String> {
+    use base64::Engine;
+    use sha2::Digest;
+    let blocks = result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let binary = blocks.iter().find_map(|block| match block.get("type").and_then(Value::as_str) {
+        Some("image" | "audio") => Some((block.get("data")?.as_str()?, block.get("mimeType").and_then(Value::as_str))),
+        Some("resource") => {
+            let resource = block.get("resource")?;
+            Some((resource.get("blob")?.as_str()?, resource.get("mimeType").and_then(Value::as_str)))
+        }
+        _ => None,
+    });
+    let Some((encoded, mime_type)) = binary else {
+        return Err(UsageError(format!(
+            "{tool} returned no image, audio or file content to write to `{}` (its answer is only the text on \
+             stdout); nothing was written",
+            path.display()
+        ))
+        .into());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| anyhow::anyhow!("the node sent content that is not valid base64 ({e}); nothing was written"))?;
+    let metadata =
+        result.pointer("/content/0/text").and_then(Value::as_str).and_then(|t| serde_json::from_str::<Value>(t).ok());
+    let expected = metadata.as_ref().and_then(|m| m.get("sha256")).and_then(Value::as_str);
+    if let Some(expected) = expected {
+        let actual: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        if !actual.eq_ignore_ascii_case(expected) {
+            anyhow::bail!(
+                "the content's sha256 is {actual}, not the {expected} the node sent with it; nothing was written"
+            );
+        }
+    }
+    let created = match force {
+        true => clawmcp_fs::write_atomic(path, &bytes, 0o600, || Ok(())).map(drop),
+        false => write_new(path, &bytes),
+    };
+    created.map_err(|error| match error.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            anyhow::Error::from(UsageError(format!("`{}` already exists: pass --force to replace it", path.display())))
+        }
+        _ => anyhow::anyhow!("cannot write `{}`: {error}", path.display()),
+    })?;
+    let checked = if expected.is_some() { ", sha256 checked" } else { "" };
+    Ok(format!(
+        "wrote {} bytes{} to {}{checked}",
+        bytes.len(),
+        mime_type.map(|m| format!(" ({m})")).unwrap_or_default(),
+        path.display()
+    ))
+}
+
+/// A new file (`O_EXCL`: never an existing one, nor through a symlink), 0600, removed again if
+/// writing it fails.
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
     })
 }
 
@@ -133,6 +216,34 @@ mod tests {
             let error = parse_params(Some(bad)).unwrap_err();
             assert!(error.downcast_ref::<UsageError>().is_some(), "{bad}");
         }
+    }
+
+    #[test]
+    fn output_file_takes_the_first_binary_block_and_refuses_a_digest_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("shot.png");
+        let image = json!({"content": [
+            {"type": "text", "text": "{\"width\": 1}"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+        ]});
+        let note = write_output_file(&png, false, "screen.snapshot", &image).unwrap();
+        assert_eq!(std::fs::read(&png).unwrap(), b"\x89PNG\r\n\x1a\n", "the first binary block");
+        assert_eq!(note, format!("wrote 8 bytes (image/png) to {}", png.display()));
+
+        let fetched = dir.path().join("file.bin");
+        let wrong = json!({"content": [
+            {"type": "text", "text": "{\"sha256\": \"00\"}"},
+            {"type": "resource", "resource": {"uri": "file:///x", "blob": "aGk=", "mimeType": "text/plain"}}
+        ]});
+        let error = write_output_file(&fetched, false, "file.fetch", &wrong).unwrap_err().to_string();
+        assert!(error.contains(", not the 00 the node sent with it; nothing was written"), "{error}");
+        assert!(!fetched.exists());
+        let garbled = json!({"content": [{"type": "audio", "data": "%%%", "mimeType": "audio/wav"}]});
+        assert!(
+            write_output_file(&fetched, false, "x", &garbled).unwrap_err().to_string().contains("not valid base64")
+        );
+        assert!(!fetched.exists());
     }
 
     #[test]

@@ -262,3 +262,42 @@ fn stdout_carries_only_the_result() {
     assert!(serde_json::from_str::<Value>(&stdout_of(&assert)).is_ok(), "stdout is one JSON document");
     assert_eq!(stderr_of(&assert), "", "nothing but the result is printed on success");
 }
+
+/// `--output-file`: file.fetch's bytes land in the file exactly (and sha256-checked against the
+/// node's), the metadata on stdout; an existing file is kept unless `--force`; a result with no
+/// binary content writes nothing and says so.
+#[test]
+fn output_file_writes_the_fetched_bytes_once_and_only_with_force_again() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let source = sandbox.home().join("source.bin");
+    let bytes: Vec<u8> = (0..70_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    std::fs::write(&source, &bytes).unwrap();
+    let params = format!(r#"{{"path": "{}"}}"#, source.display());
+    let out = sandbox.root().join("copy.bin");
+    let out_arg = out.display().to_string();
+    let fetch = |extra: &[&str]| {
+        let mut args = vec!["file.fetch", "--params", params.as_str(), "--output-file", out_arg.as_str()];
+        args.extend_from_slice(extra);
+        node.run(&sandbox, "call", &args).assert()
+    };
+    let first = fetch(&[]).success();
+    assert_eq!(std::fs::read(&out).unwrap(), bytes, "the exact bytes");
+    assert_eq!(crate::support::mode(&out), 0o600);
+    assert_eq!(json_of(&first)["size"], 70_000, "the metadata still goes to stdout");
+    assert!(stderr_of(&first).contains("wrote 70000 bytes"), "{}", stderr_of(&first));
+    assert!(stderr_of(&first).contains("sha256 checked"), "{}", stderr_of(&first));
+
+    std::fs::write(&out, b"keep me").unwrap();
+    fetch(&[]).code(2).stderr(contains("already exists: pass --force to replace it"));
+    assert_eq!(std::fs::read(&out).unwrap(), b"keep me", "not clobbered");
+    fetch(&["--force"]).success();
+    assert_eq!(std::fs::read(&out).unwrap(), bytes, "replaced with --force");
+
+    let none = sandbox.root().join("none.bin");
+    node.run(&sandbox, "call", &["device.info", "--output-file", none.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(contains("device.info returned no image, audio or file content"));
+    assert!(!none.exists(), "nothing is written");
+}
