@@ -53,7 +53,7 @@ NODE_FLOOR = (
     "{protocolVersion:'2024-11-05',capabilities:{tools:{}},serverInfo:{name:'floor',version:'0'}}})+'\\n')}})"
 )
 # An instant gateway stand-in for the isolated overhead measurement: answers every POST with
-# the real sessions_list body of the seeded gateway (real-gateway-transcripts.md 1), so both
+# the real sessions_list body of the seeded gateway (e2e/gateway/seed.mjs), so both
 # paths see the same sub-millisecond server and the difference is what the bridge adds.
 STUB_GATEWAY = r"""
 import http.server, json, sys

@@ -3,7 +3,7 @@
 // Why not `openclaw gateway call`: every CLI invocation boots the whole OpenClaw CLI (3-10 s
 // on this class of machine), which makes "inject 1,000 events" impossible and slows the
 // compatibility suite to a crawl. This speaks the gateway protocol directly, as the loopback
-// device-less operator the reference documents (reference/gateway-protocol.md 1.5-1.7):
+// device-less operator of docs/gateway-protocol.md §4.1:
 // client {id:"cli", mode:"cli"}, shared token, scopes ["operator.admin"] (chat.inject needs
 // admin), no device, no Origin header. The `ws` package comes from the openclaw install, so
 // nothing else is downloaded.

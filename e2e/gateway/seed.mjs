@@ -7,7 +7,7 @@
 // `openclaw doctor --fix`). Upstream's docker smoke (scripts/e2e/mcp-channels-seed.ts) seeds
 // the same way.
 //
-// What it writes (the reference transcripts in shared/reference depend on these values):
+// What it writes (the golden texts of crates/serve/tests depend on these values):
 //   session agent:main:main (sessionId sess-main), displayName "Harness Seeded Conversation",
 //   delivery route {channel imessage, to +15551234567, accountId imessage-default, threadId thread-42};
 //   transcript msg-1 (user text), msg-2 (assistant text block), msg-attachment (user text

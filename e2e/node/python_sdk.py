@@ -150,7 +150,7 @@ class Driver(CheckRunner):
             "notifications/cancelled" in self.sent_methods, f"SDK sent no notifications/cancelled: {self.sent_methods}"
         )
         # The SDK drops the late answer; the server must still settle the call as a tool
-        # error saying it was cancelled (spec 000, notifications/cancelled).
+        # error saying it was cancelled (docs/node-http.md §9.5, notifications/cancelled).
         call = next(e for e in self.exchanges if e.method == "tools/call" and marker in e.body)
         await wait_for(lambda: call.response_text is not None, "no HTTP answer to the cancelled tools/call")
         late = json.loads(call.response_text or "null")

@@ -261,7 +261,7 @@ async function sessionChecks(client) {
     const notification = sent.find((entry) => entry.method === 'notifications/cancelled');
     expect(notification.status >= 200 && notification.status < 300, `notifications/cancelled got HTTP ${notification.status}`);
     // The SDK ignores the late answer to the aborted POST; the server must still settle it
-    // as a tool error saying it was cancelled (spec 000, notifications/cancelled).
+    // as a tool error saying it was cancelled (docs/node-http.md §9.5, notifications/cancelled).
     const callEntry = sent.find((entry) => entry.method === 'tools/call' && entry.body.includes(marker));
     await waitFor(() => callEntry?.responseText != null, 'no HTTP answer to the cancelled tools/call');
     const late = JSON.parse(callEntry.responseText);

@@ -5,11 +5,12 @@
 //! into an `http::Request` the way hyper hands one to the server. `@TOKEN@` in the head is
 //! replaced by the server's real bearer token, so inputs can reach the checks after the token.
 //!
-//! Each verdict is compared with a reference model of spec 000's rules written out here
-//! independently: loopback peer, no browser signal (`Origin`, `Referer`, `Sec-Fetch-Site`),
-//! exactly one loopback `Host` (and a loopback authority in an absolute-form target), OAuth
-//! discovery answered 404 before the token, exactly one `Authorization: Bearer <token>`; then the
-//! media type and the `Accept` rules. A disagreement is a crash.
+//! Each verdict is compared with a reference model of the rules of `docs/node-http.md` §2, written
+//! out here independently: loopback peer, no browser signal (`Origin`, `Referer`,
+//! `Sec-Fetch-Site`), exactly one loopback `Host` (and a loopback authority in an absolute-form
+//! target), OAuth discovery answered 404 before the token, exactly one
+//! `Authorization: Bearer <token>`; then the media type and the `Accept` rules. A disagreement is
+//! a crash.
 
 #![no_main]
 
@@ -101,8 +102,8 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Spec 000's checks 1-4 in order, as status codes: 403 for peer, browser and Host, 404 for OAuth
-/// discovery, 401 for the token.
+/// The checks of `docs/node-http.md` §2.1-§2.5 in order, as status codes: 403 for peer, browser and
+/// Host, 404 for OAuth discovery, 401 for the token.
 fn reference_admit(peer: IpAddr, request: &Request<()>, token: &[u8]) -> Result<(), u16> {
     let loopback_peer = match peer {
         IpAddr::V4(v4) => v4.octets()[0] == 127,

@@ -105,7 +105,8 @@ pub struct ClientOptions {
     pub commands: Option<Vec<String>>,
     /// Node only: the host's `PATH`.
     pub path_env: Option<String>,
-    /// The device key; required for nodes, optional for operators (see the protocol reference 1.7).
+    /// The device key; required for nodes, optional for operators (see `docs/gateway-protocol.md`
+    /// §4).
     pub device: Option<Arc<DeviceIdentity>>,
     /// Where the gateway's `hello-ok.auth.deviceToken` is kept; with it, a connect refused with
     /// `canRetryWithDeviceToken` is retried once with the saved token (see

@@ -4,8 +4,8 @@
 //! When the operator changes `gateway.auth.token`, the gateway closes every socket with 4001 and
 //! refuses the stale token with `details.canRetryWithDeviceToken: true`; the real node host then
 //! reconnects with `auth: {token: <stale>, deviceToken}` and is let in as the same paired device
-//! (gateway-live-probes 2.8). We do the same: [`crate::GatewayClient`] saves every token it is
-//! issued here and retries once with it when the gateway says it may.
+//! (`docs/gateway-protocol.md` §9.3). We do the same: [`crate::GatewayClient`] saves every token it
+//! is issued here and retries once with it when the gateway says it may.
 //!
 //! One JSON file per data dir (`device-auth.json`, 0600 in a 0700 dir, opened without following
 //! symlinks), holding one token per gateway URL and role: a node that moves between gateways keeps

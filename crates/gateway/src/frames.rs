@@ -7,7 +7,7 @@
 //! because a newer gateway adds fields and this client must not break on them.
 //!
 //! Source of truth: `packages/gateway-protocol/src/schema/frames.ts` as digested in
-//! `reference/gateway-protocol.md` sections 1.2, 1.5 and 1.8.
+//! `docs/gateway-protocol.md` §2, §4 and §6.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -163,8 +163,8 @@ pub struct ClientInfo {
 }
 
 impl ClientInfo {
-    /// `{id:"cli", mode:"cli"}`: the only device-less operator identity whose requested scopes
-    /// the gateway keeps on loopback (any other id gets `scopes:[]`; live probes 4.2).
+    /// `{id:"cli", mode:"cli"}`: the only device-less operator identity whose requested scopes the
+    /// gateway keeps on loopback (any other id gets `scopes:[]`; `docs/gateway-protocol.md` §4.1).
     pub fn cli() -> Self {
         Self::with_identity("cli", "cli")
     }

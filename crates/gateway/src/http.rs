@@ -8,7 +8,7 @@
 //! that trickles bytes cannot hold a call open past it. The whole exchange is one future raced
 //! against one timer: whichever finishes first is the only outcome, and losing the race drops
 //! (aborts) the other side. That is the "single settle path" the upstream bridge builds by hand
-//! with a `settled` flag (reference tools-bridge.md 6.4).
+//! with a `settled` flag (`docs/tools-bridge.md` §6).
 //!
 //! A response is returned as status + parsed JSON (or the raw text when the body is not JSON);
 //! [`ToolsInvokeResponse::outcome`] applies the bridge's success/failure mapping, but checks the

@@ -5,7 +5,7 @@
 //! chooses) that is created atomically once and never rewritten. Operator and node roles must
 //! use different directories: a key paired as operator needs manual approval to become a node.
 //!
-//! Wire facts (`reference/gateway-protocol.md` 1.6, `packages/gateway-client/src/device-auth.ts`):
+//! Wire facts (`docs/gateway-protocol.md` §5, `packages/gateway-client/src/device-auth.ts`):
 //! device id = lowercase hex SHA-256 of the raw 32-byte public key; `publicKey` and `signature`
 //! are base64url without padding; the signed string is the v3 payload (v2 is the legacy form the
 //! gateway still accepts).

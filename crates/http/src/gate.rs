@@ -1,5 +1,6 @@
-//! The security gate: every check a request passes before its body is read, in spec 000's
-//! order, and the one table of refusals (status + short text body) the server can answer with.
+//! The security gate: every check a request passes before its body is read, in the order of
+//! `docs/node-http.md` §2, and the one table of refusals (status + short text body) the server can
+//! answer with.
 //!
 //! Why each layer exists, given that the socket is bound to 127.0.0.1 only:
 //! - a browser tab is also a loopback client, so any `Origin`, `Referer` or `Sec-Fetch-Site`
@@ -131,10 +132,10 @@ pub(crate) fn plain_text(status: StatusCode, text: String) -> Response<Full<Byte
     response
 }
 
-/// Checks 1-4 of spec 000's order: loopback peer, browser signals, Host, bearer token. Applies
-/// to every verb, so nothing is dispatched, not even the GET probe, without the token. The one
-/// exception, OAuth discovery, is refused with `404` between the Host and token checks (see the
-/// module docs).
+/// The first checks of `docs/node-http.md` §2 (§2.1-§2.5): loopback peer, browser signals, Host,
+/// bearer token. Applies to every verb, so nothing is dispatched, not even the GET probe, without
+/// the token. The one exception, OAuth discovery, is refused with `404` between the Host and
+/// token checks (see the module docs).
 pub(crate) fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<(), Refusal> {
     if !peer.to_canonical().is_loopback() {
         return Err(Refusal::NotLoopback);

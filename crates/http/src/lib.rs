@@ -1,8 +1,9 @@
-//! The loopback MCP HTTP transport of the node host (spec 000): plain JSON-RPC over
+//! The loopback MCP HTTP transport of the node host (`docs/node-http.md`): plain JSON-RPC over
 //! `POST http://127.0.0.1:<port>/`, behind a security gate, with bounded bodies, time and
-//! concurrency; a `tools/call` asking for progress is answered as a short event stream. It knows nothing about what tools do: every accepted message goes to a shared
-//! [`McpServer`](clawmcp_mcp::McpServer), so a `notifications/cancelled` arriving on one
-//! connection reaches the `tools/call` running on another.
+//! concurrency; a `tools/call` asking for progress is answered as a short event stream. It knows
+//! nothing about what tools do: every accepted message goes to a shared
+//! [`McpServer`](clawmcp_mcp::McpServer), so a `notifications/cancelled` arriving on one connection
+//! reaches the `tools/call` running on another.
 //!
 //! # Layout
 //!
@@ -12,7 +13,7 @@
 //! - `body`: reading a body bounded in size and time.
 //! - `pools`: ingress, tool and control slots.
 //! - `sse`: the streamed answer of a `tools/call` with a progress token (progress, then result).
-//! - [`limits`]: every bound, with spec 000's defaults.
+//! - [`limits`]: every bound, with the defaults of `docs/node-http.md`.
 //! - [`token`]: the bearer token file and its live reload.
 //! - [`client`]: the one HTTP MCP client (`call`, the stdio relay, `tools`' gateway discovery).
 //!

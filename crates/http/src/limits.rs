@@ -1,15 +1,16 @@
 //! Every bound the loopback server enforces, in one struct, so that a reader sees them all at
 //! once and tests can shrink any of them instead of waiting for real durations.
 //!
-//! `Limits::default()` gives spec 000's values. Spec 000 also names four lease/streaming slots
-//! for the `openclaw/file-channel` extension; they belong to that extension and arrive with it,
+//! `Limits::default()` gives the values of `docs/node-http.md` §2.8-§5. Four lease/streaming
+//! slots for the `openclaw/file-channel` extension belong to that extension and arrive with it,
 //! as a fourth pool beside the three below.
 
 use std::time::Duration;
 
 use clawmcp_mcp::server::CANCEL_GRACE;
 
-/// Largest request body accepted (spec 000: 4 MiB). Exactly this many bytes is accepted.
+/// Largest request body accepted (4 MiB, `docs/node-http.md` §2.8). Exactly this many bytes is
+/// accepted.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// The bounds of one server. All fields are public so the CLI and tests can adjust them.
@@ -18,18 +19,19 @@ pub struct Limits {
     /// Largest request body, declared or streamed. Guards memory: a body is held whole while it
     /// is parsed.
     pub max_body_bytes: usize,
-    /// Requests that may read and parse a body at once (spec 000: 32 ingress readers). Bounds the
-    /// memory held by bodies in flight to `ingress_readers * max_body_bytes`.
+    /// Requests that may read and parse a body at once (32 ingress readers, `docs/node-http.md`
+    /// §4). Bounds the memory held by bodies in flight to `ingress_readers * max_body_bytes`.
     pub ingress_readers: usize,
-    /// `tools/call` handlers at once (spec 000: 16). Tool calls run for minutes, so they get a
-    /// pool of their own.
+    /// `tools/call` handlers at once (16, `docs/node-http.md` §4). Tool calls run for minutes, so
+    /// they get a pool of their own.
     pub tool_slots: usize,
-    /// Handlers for everything else at once (spec 000: 8): ping, initialize, tools/list,
-    /// `notifications/cancelled`, approvals. Separate from `tool_slots` so that busy tools can
-    /// never starve a ping or the cancellation that would free them.
+    /// Handlers for everything else at once (8, `docs/node-http.md` §4): ping, initialize,
+    /// tools/list, `notifications/cancelled`, approvals. Separate from `tool_slots` so that busy
+    /// tools can never starve a ping or the cancellation that would free them.
     pub control_slots: usize,
     /// How long a request waits for an ingress, tool or control slot before `503 server busy`
-    /// (spec 000: 50 ms). Short, so an overloaded server says so instead of queueing without end.
+    /// (50 ms, `docs/node-http.md` §4). Short, so an overloaded server says so instead of queueing
+    /// without end.
     pub slot_wait: Duration,
     /// Open connections at once, of every kind. When a new one arrives at the cap, the
     /// longest-idle connection is closed for it (unauthenticated ones first; one in the middle
@@ -61,16 +63,16 @@ pub struct Limits {
     /// `408 request timed out` and frees its ingress slot. A 4 MiB body over loopback takes
     /// milliseconds.
     pub body_read_timeout: Duration,
-    /// Deadline of one request from its headers to its answer, tool call included (spec 000:
-    /// 6 minutes, longer than the 5-minute screen recording cap). On expiry the tool is
-    /// cancelled and the call answers the tool error `request timed out`.
+    /// Deadline of one request from its headers to its answer, tool call included
+    /// (`docs/node-http.md` §5: 6 minutes, longer than the 5-minute screen recording cap). On
+    /// expiry the tool is cancelled and the call answers the tool error `request timed out`.
     pub request_timeout: Duration,
     /// After the transport gives up on a request (deadline, disconnect, shutdown), how long the
     /// handler may still run before it is abandoned. The dispatcher already bounds a cancelled
     /// tool's cleanup by `CANCEL_GRACE`; this catches a handler that ignores cancellation.
     pub abandon_after_cancel: Duration,
     /// On shutdown, how long in-flight requests (already cancelled) get to answer before
-    /// `serve` returns anyway (spec 000: 5 s drain).
+    /// `serve` returns anyway (5 s drain, `docs/node-http.md` §8).
     pub shutdown_grace: Duration,
 }
 

@@ -1,4 +1,4 @@
-//! The three concurrency pools of spec 000 and the short, bounded wait for a slot.
+//! The three concurrency pools (`docs/node-http.md` §4) and the short, bounded wait for a slot.
 //!
 //! A request first takes an *ingress* slot to read and parse its body, gives it back, and then
 //! takes a slot from the pool its message class needs: *tool* for `tools/call`, *control* for

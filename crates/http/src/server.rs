@@ -3,7 +3,7 @@
 //! who is evicted when it is full), and take each request through gate, pools, body read and
 //! dispatch.
 //!
-//! One request, in order (spec 000):
+//! One request, in order (`docs/node-http.md` §2):
 //! 1. the gate (loopback, browser signals, Host, bearer token) for every verb; an OAuth
 //!    discovery `GET` (`/.well-known/oauth-protected-resource`, ...) is answered `404` just
 //!    before the token check, so clients with a static bearer header learn there is no OAuth
@@ -17,9 +17,9 @@
 //!    That one request is answered `200 text/event-stream`: its progress notifications, then its
 //!    response, then the end of the stream (see `sse`).
 //!
-//! Step 6 departs from spec 000's "no SSE" line on purpose: it is the streaming step the spec
-//! itself names next ("the HTTP server needs to optionally upgrade") for long-running tools,
-//! because clients abandon calls that stay silent for about 60 s. It is limited to that one
+//! Step 6 is the one streamed answer (`docs/node-http.md` §7): the node otherwise answers plain
+//! JSON, and this optional upgrade exists for long-running tools, because clients abandon calls
+//! that stay silent for about 60 s. It is limited to that one
 //! case, runs after every gate check above, holds the same slot and deadline as a plain call,
 //! and is served on the same listener; there is still no second listener and no standalone
 //! `GET` event stream.

@@ -4,9 +4,9 @@
 //! end of the stream.
 //!
 //! Why it exists: real clients abandon a tool call after about 60 s unless progress for their
-//! token arrives, and a plain JSON answer has nowhere to put progress. Spec 000 says "no SSE";
-//! this is the streaming-progress step the same spec names as next, limited to this one case
-//! and served on the same listener after every gate check (no second listener, no standalone
+//! token arrives, and a plain JSON answer has nowhere to put progress. Everything else is plain
+//! JSON (`docs/node-http.md` §7); this streaming-progress step is limited to this one case and
+//! served on the same listener after every gate check (no second listener, no standalone
 //! `GET` stream). Events have the form MCP's streamable-HTTP transport uses
 //! (`event: message`, `data: <json>`), without event ids: there is nothing to resume.
 //!

@@ -1,14 +1,14 @@
 //! The local bearer token: how it is made, where it lives, and how a running server notices that
 //! it was rotated.
 //!
-//! Spec 000's rules: 32 bytes from the OS CSPRNG, base64url without padding (43 characters), in
-//! `mcp-token.txt`, created lazily on the first server start, persistent, regenerated only when
-//! the file is missing, blank, or holds something that is not a token (not 43 base64url
-//! characters: never served). A file that exists but cannot be read is an error, never a reason
-//! to regenerate: a silent new token would lock out every configured client. The file is read
-//! under the state trust rules (`clawmcp_fs::read_state_file`: no symlinks, no FIFOs, ours and
-//! writable by nobody else, bounded), is 0600 in a 0700 directory and is written atomically
-//! (temp file, fsync, rename), so a reader sees the old token or the new one, never half of one.
+//! The rules (`docs/node-http.md` §1): 32 bytes from the OS CSPRNG, base64url without padding (43
+//! characters), in `mcp-token.txt`, created lazily on the first server start, persistent,
+//! regenerated only when the file is missing, blank, or holds something that is not a token (not 43
+//! base64url characters: never served). A file that exists but cannot be read is an error, never a
+//! reason to regenerate: a silent new token would lock out every configured client. The file is
+//! read under the state trust rules (`clawmcp_fs::read_state_file`: no symlinks, no FIFOs, ours and
+//! writable by nobody else, bounded), is 0600 in a 0700 directory and is written atomically (temp
+//! file, fsync, rename), so a reader sees the old token or the new one, never half of one.
 //!
 //! [`LiveToken`] checks the file on every request (one `fstat` of the descriptor it was read
 //! from) and re-reads it when it changed, so `clawmcp token --reset` takes effect on the next

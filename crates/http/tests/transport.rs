@@ -1,5 +1,6 @@
 //! The gate and the JSON-RPC mapping, end to end against a bound server: every status code of
-//! spec 000's order, header variants real clients and browsers send, and binding errors.
+//! `docs/node-http.md` §2 in its order, header variants real clients and browsers send, and binding
+//! errors.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! The cancellation registry: which requests are in flight, `notifications/cancelled` for them,
 //! and the two bounded memories that make cancellation exact over a stateless transport.
 //!
-//! Spec 000's rules, all implemented here and nowhere else:
+//! The rules of `docs/node-http.md` §9, all implemented here and nowhere else:
 //!
 //! - **Duplicates.** JSON-RPC ids are client-scoped, but loopback HTTP carries no client
 //!   identity, so two clients may have the same id in flight. Both register; a cancel that
@@ -31,11 +31,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::IdKey;
 
-/// How long a pending cancellation and a completion guard live (spec 000: five seconds).
+/// How long a pending cancellation and a completion guard live (five seconds, `docs/node-http.md`
+/// §9.3).
 pub const PENDING_TTL: Duration = Duration::from_secs(5);
 
-/// Maximum tombstones and, separately, completion guards kept (spec 000: 1,024 each). A flood
-/// of cancels for unknown ids therefore costs bounded memory.
+/// Maximum tombstones and, separately, completion guards kept (1,024 each, `docs/node-http.md`
+/// §9.4). A flood of cancels for unknown ids therefore costs bounded memory.
 pub const MEMORY_CAP: usize = 1024;
 
 /// What a `notifications/cancelled` did.

@@ -2,7 +2,7 @@
 //! [`Incoming`], request ids with exact identity, and serialising responses.
 //!
 //! Parsing is deliberately hand-classified (not an untagged serde enum) so that we pick the exact
-//! error code for every malformed input, in the order spec 000 gives:
+//! error code for every malformed input, in the order `docs/node-http.md` §6 gives:
 //!
 //! 1. not JSON at all -> `-32700` with `id: null`;
 //! 2. root not an object (batches included) -> `-32600` with `id: null`;
@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 /// JSON-RPC error codes this server emits. `-32602` answers undecodable `params` of methods
 /// other than `tools/call` (and argument problems on some stdio surfaces); `tools/call`
-/// reports argument problems as tool errors, as spec 000 requires.
+/// reports argument problems as tool errors, as `docs/node-http.md` §6 says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     ParseError,

@@ -36,8 +36,8 @@ use crate::params::{self, ParamsError};
 use crate::types::{CallContext, FrameSink, Progress, Rendered, ResultFrame, Tool, ToolResult};
 use crate::version::ProtocolVersion;
 
-/// The protocol version spec 000's tray answers whatever the client asks; [`WireStyle::TRAY`]
-/// keeps a node pinned to it for users who need the tray's exact answers.
+/// The protocol version the upstream Windows tray answers whatever the client asks;
+/// [`WireStyle::TRAY`] keeps a node pinned to it for users who need the tray's exact answers.
 pub const PROTOCOL_VERSION: &str = "2024-11-05";
 
 /// The text of a tool error for a call the client cancelled.
@@ -157,9 +157,9 @@ impl WireStyle {
         serves_stateless_era: true,
     };
 
-    /// Spec 000's node host exactly as the Windows tray answers: 2024-11-05 whatever the client
-    /// asks, no newer-revision fields.
-    /// The tray has no stateless era, so a pinned node has none either.
+    /// The node host exactly as the upstream Windows tray answers (`docs/node-http.md` §10):
+    /// 2024-11-05 whatever the client asks, no newer-revision fields. The tray has no stateless
+    /// era, so a pinned node has none either.
     pub const TRAY: WireStyle = WireStyle {
         versions: VersionRule::Pinned(ProtocolVersion::V2024_11_05),
         serves_stateless_era: false,
@@ -713,8 +713,8 @@ fn decode_params(params: Option<&RawValue>) -> Result<Option<Value>, RpcError> {
     params::decode(params).map_err(|error| RpcError::new(ErrorCode::InvalidParams, error.to_string()))
 }
 
-/// Validates `tools/call` params. Each failure is a tool error message (spec 000 reports
-/// argument problems to the model, not as JSON-RPC errors).
+/// Validates `tools/call` params. Each failure is a tool error message (`docs/node-http.md` §6:
+/// argument problems go to the model, not as JSON-RPC errors).
 fn parse_call_params(params: Option<&RawValue>) -> Result<CallParts, String> {
     let params = params::decode(params).map_err(|error: ParamsError| error.to_string())?;
     let Some(Value::Object(mut params)) = params else {

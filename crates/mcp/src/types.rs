@@ -160,7 +160,8 @@ impl Serialize for Schema {
     }
 }
 
-/// The schema for a command that publishes none: any object (spec 000's permissive fallback).
+/// The schema for a command that publishes none: any object (the upstream tray's permissive
+/// fallback).
 pub fn permissive_schema() -> Schema {
     static PERMISSIVE: std::sync::LazyLock<Schema> = std::sync::LazyLock::new(|| {
         Schema::new(&json!({"type": "object", "additionalProperties": true, "properties": {}}))

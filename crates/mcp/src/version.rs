@@ -12,8 +12,8 @@ use std::fmt;
 /// One MCP revision, ordered oldest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ProtocolVersion {
-    /// The revision spec 000's tray answers; tool annotations were later formalised but the tray
-    /// sends them to every client, and so do we.
+    /// The revision the upstream tray answers (`docs/node-http.md` §10); tool annotations were
+    /// later formalised but the tray sends them to every client, and so do we.
     V2024_11_05,
     /// Streamable HTTP, audio content.
     V2025_03_26,

@@ -1,6 +1,6 @@
 //! The dispatcher's protocol rules, driven with a fake service and no transport: the
-//! conformance checklist of the upstream bridge tests (reference windows-node-mcp.md §7.1),
-//! the cancellation races of §7.4 as seen through whole messages, and the progress heartbeat
+//! conformance checklist of the upstream tray's MCP tests, the cancellation races of
+//! `docs/node-http.md` §9 as seen through whole messages, and the progress heartbeat
 //! of long calls (issue 5) under a paused clock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

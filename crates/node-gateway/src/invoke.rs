@@ -1,12 +1,12 @@
 //! One `node.invoke.request` -> the registry's command -> one `node.invoke.result`, through the
 //! same [`Command`] an MCP `tools/call` runs (same instance, same approvals, same limits).
 //!
-//! Wire facts (gateway-live-probes 2.4-2.7): the request is an *event* `{id, nodeId, command,
-//! paramsJSON, timeoutMs, idempotencyKey, sessionKey?}`; `paramsJSON` is `null` when the operator
-//! sent no params (we read that as `{}`: each command then says what it misses, where the real
-//! node host fails every such call with "paramsJSON required"); `timeoutMs` is the remaining
-//! budget. The answer is the request `node.invoke.result {id, nodeId, ok, payloadJSON | error}`.
-//! A result after a cancel or timeout is answered `{ok:true, ignored:true}`, so it is always sent.
+//! Wire facts (`docs/gateway-protocol.md` §10.1-§10.3): the request is an *event* `{id, nodeId,
+//! command, paramsJSON, timeoutMs, idempotencyKey, sessionKey?}`; `paramsJSON` is `null` when the
+//! operator sent no params (we read that as `{}`: each command then says what it misses, where the
+//! real node host fails every such call with "paramsJSON required"); `timeoutMs` is the remaining
+//! budget. The answer is the request `node.invoke.result {id, nodeId, ok, payloadJSON | error}`. A
+//! result after a cancel or timeout is answered `{ok:true, ignored:true}`, so it is always sent.
 //!
 //! `mcp.tools.call.v1 {server, tool, arguments}` reaches any served command by its MCP name and
 //! answers with the MCP `CallToolResult`: how the gateway's agent calls commands its platform

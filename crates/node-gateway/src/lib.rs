@@ -1,5 +1,5 @@
 //! `clawmcp-node-gateway`: the node registry served to an OpenClaw gateway as a node, the second
-//! transport of spec 000 beside the loopback MCP server (`clawmcp-http`). Both call the same
+//! transport of the node host beside the loopback MCP server (`clawmcp-http`). Both call the same
 //! [`Registry`] commands, so one capability instance, one approval policy and one set of limits
 //! answer an MCP `tools/call` and a gateway `node.invoke` alike.
 //!
@@ -16,7 +16,7 @@
 //! (`GatewayClient::start` with `persistent`: a node waits for its operator instead of giving
 //! up).
 //!
-//! # What the gateway sees (gateway-live-probes 2.1, as the real `openclaw node run`)
+//! # What the gateway sees (`docs/gateway-protocol.md` §4.2, as the real `openclaw node run`)
 //!
 //! role `node`, client `{id:"node-host", mode:"node", platform:"linux", deviceFamily:"Linux"}`
 //! (the id that receives `node.invoke.cancel`; the pair the Linux command policy keys on), the
@@ -313,8 +313,8 @@ async fn announce_surface(shared: Arc<Shared>) {
 }
 
 /// The id of the pending surface request. The gateway names it only in its refusal of
-/// `node.runnerInventory.update` (gateway-live-probes 2.1). We host no agent workers, so we
-/// declare no runner features: exactly `{protocolFeatures: []}` (the gateway refuses any other
+/// `node.runnerInventory.update` (`docs/gateway-protocol.md` §11.2). We host no agent workers, so
+/// we declare no runner features: exactly `{protocolFeatures: []}` (the gateway refuses any other
 /// key beside an empty list).
 async fn surface_request_id(shared: &Shared) -> Option<String> {
     let inventory = json!({"protocolFeatures": []});

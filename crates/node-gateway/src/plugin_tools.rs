@@ -4,7 +4,7 @@
 //! `gateway.nodes.commands.allow` entry, while the gateway's own allowlist still governs direct
 //! `node.invoke`.
 //!
-//! The gateway's limits (node-host-commands 1): at most 128 descriptors, names
+//! The gateway's limits (`docs/gateway-protocol.md` §10.5): at most 128 descriptors, names
 //! `^[A-Za-z][A-Za-z0-9_-]*` up to 64 characters, descriptions up to 1024 characters. Our
 //! dotted names become underscored (`device.status` -> `device_status`); `mcp.tool` keeps the
 //! real name, which is what a call carries back.

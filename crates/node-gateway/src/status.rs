@@ -1,8 +1,8 @@
 //! What the node's gateway connection is doing, in the words an operator acts on: connected or
 //! not, paired or waiting for which approval, and the exact command that unblocks it.
 //!
-//! Two approvals stand between a new node and its first invoke (gateway-live-probes 2.2): the
-//! *device* (silently approved on loopback by default; otherwise the connect is refused
+//! Two approvals stand between a new node and its first invoke (`docs/gateway-protocol.md` §11):
+//! the *device* (silently approved on loopback by default; otherwise the connect is refused
 //! `NOT_PAIRED` with a `requestId`, approved by `openclaw devices approve <requestId>`), then the
 //! *command surface* (`openclaw nodes approve <requestId>`; until then node methods fail with
 //! `PAIRING_CHANGED`, and the node is not told the request id, so the hint names

@@ -1,7 +1,7 @@
 //! The gateway side of the bridge: one operator connection, its readiness, and the event pump
 //! that feeds the live queue, the approval list and the Claude channel.
 //!
-//! # Connection profile (reference 2.2, `src/mcp/channel-bridge.ts` `start()`)
+//! # Connection profile (`docs/serve.md` §1, `src/mcp/channel-bridge.ts` `start()`)
 //!
 //! `client {id:"cli", mode:"cli", displayName:"OpenClaw MCP"}`, role operator, caps
 //! `["approvals"]` (approval events are only delivered to clients that advertise it), scopes

@@ -1,5 +1,5 @@
-//! `clawmcp serve` (spec 003): a stdio MCP server over the OpenClaw gateway WebSocket, a drop-in
-//! for `openclaw mcp serve`. Routed channel conversations become MCP conversations with
+//! `clawmcp serve` (`docs/serve.md`): a stdio MCP server over the OpenClaw gateway WebSocket, a
+//! drop-in for `openclaw mcp serve`. Routed channel conversations become MCP conversations with
 //! transcript tools, a live event queue, approval tools and, for Claude Code, channel
 //! notifications.
 //!

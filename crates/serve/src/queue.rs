@@ -1,6 +1,6 @@
 //! The live event queue behind `events_poll` and `events_wait`.
 //!
-//! # Model (reference 2.5, `src/mcp/channel-bridge.ts` of openclaw 2026.9.6)
+//! # Model (`docs/serve.md` §5, `src/mcp/channel-bridge.ts` of openclaw 2026.9.6)
 //!
 //! - Live only: it starts empty when the bridge starts and dies with it. Durable history is
 //!   read with `messages_read`.

@@ -1,9 +1,10 @@
-//! The fake's `connect` admission, in the real gateway's order (reference 1.4-1.7, live probes
-//! 4.1-4.3): closed-object validation of the params, protocol range, device proof, shared
-//! secret, then the scope decision. Refusals carry the real codes, messages and close codes.
+//! The fake's `connect` admission, in the real gateway's order (`docs/gateway-protocol.md` §3-§5,
+//! checked against a live 2026.9.6 gateway): closed-object validation of the params, protocol
+//! range, device proof, shared secret, then the scope decision. Refusals carry the real codes,
+//! messages and close codes.
 //!
-//! Deviation: the real gateway's message for a device that sends no shared secret is not in the
-//! references; the fake answers `AUTH_TOKEN_MISSING` "unauthorized: gateway token missing".
+//! Deviation: the real gateway's message for a device that sends no shared secret was not
+//! observed; the fake answers `AUTH_TOKEN_MISSING` "unauthorized: gateway token missing".
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -183,7 +184,7 @@ pub fn admit(
             match offered {
                 Some(offered) if offered == expected => "token",
                 // A device the gateway knows may come back with the token it was issued (the
-                // real gateway's answer after a token rotation, gateway-live-probes 2.8).
+                // real gateway's answer after a token rotation, `docs/gateway-protocol.md` §9.3).
                 Some(_) if device_id.is_some() => return Err(token_mismatch_retry_with_device_token()),
                 Some(_) => return Err(token_mismatch()),
                 None => {

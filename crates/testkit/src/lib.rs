@@ -4,8 +4,8 @@
 //! The centrepiece is [`FakeGateway`]: an in-process OpenClaw gateway on `127.0.0.1:0` that
 //! speaks the real protocol v4 frames and the real `POST /tools/invoke` shapes, both on one
 //! port like the real gateway, with scripted handlers and fault injection. It is written from
-//! the references (`reference/gateway-protocol.md`, `gateway-live-probes.md`,
-//! `real-gateway-transcripts.md`) independently of `clawmcp-gateway`, so a bug in the client's
+//! the protocol as documented (`docs/gateway-protocol.md`, `docs/tools-bridge.md` §6) and as a
+//! real 2026.9.6 gateway answers, independently of `clawmcp-gateway`, so a bug in the client's
 //! wire types cannot hide behind the same bug in the fake.
 //!
 //! # Layout

@@ -1,5 +1,5 @@
 //! The fake `POST /tools/invoke`, with the real gateway's checks in the real order
-//! (reference tools-bridge.md 12, real-gateway-transcripts.md 1): method (405), bearer (401),
+//! (as a real 2026.9.6 gateway answers; `docs/tools-bridge.md` §6): method (405), bearer (401),
 //! body size (413) and JSON (400), `name`/`tool` (400), then the scripted tool or the 404 for an
 //! unknown one. Scripted replies may stall or trickle to exercise client deadlines.
 

@@ -1,6 +1,6 @@
 //! `edit`: replace an exact, unique piece of text in a file.
 //!
-//! Schema and messages follow OpenClaw/pi (tools-bridge.md §13.3): `path`, `oldText`,
+//! Schema and messages follow OpenClaw/pi (`docs/tools-bridge.md` §2): `path`, `oldText`,
 //! `newText` with the Claude Code aliases `file_path`/`old_string`/`new_string`; the text must
 //! occur exactly once ("Found N occurrences … must be unique"); "Could not find the exact
 //! text"; "No changes made". We add `replace_all` (Claude Code's) and name the lines of every
@@ -31,7 +31,7 @@ use crate::workspace::{TargetPath, Workspace};
 pub(crate) const NAME: &str = "edit";
 
 const PATH: Param = Param::new(&["path", "file_path"]);
-// `oldString`/`newString`/`replaceAll` are the upstream bridge's spellings (§4.3).
+// `oldString`/`newString`/`replaceAll` are the upstream bridge's spellings.
 const OLD_TEXT: Param = Param::with_legacy(&["oldText", "old_string", "oldString"], 2);
 const NEW_TEXT: Param = Param::with_legacy(&["newText", "new_string", "newString"], 2);
 const REPLACE_ALL: Param = Param::with_legacy(&["replace_all", "replaceAll"], 1);

@@ -1,6 +1,6 @@
 //! `exec`: run a shell command or an argv, in the foreground or handed over to `process`.
 //!
-//! Schema and texts follow OpenClaw's own exec (tools-bridge.md §13.4): `command`, `workdir`,
+//! Schema and texts follow OpenClaw's own exec (`docs/tools-bridge.md` §2): `command`, `workdir`,
 //! `env`, `timeout` in seconds (default 1800, 0 for none), `yieldMs` (default 10000) and
 //! `background`. A command still running after `yieldMs`, or started with `background`, goes on
 //! as a job of the server's [`JobRegistry`] and the result says `Command still running (session
@@ -9,7 +9,7 @@
 //! PTY and host-routing options of OpenClaw (`pty`, `host`, `elevated`, ...) do not apply to a
 //! local bridge and are not advertised.
 //!
-//! Unlike the bridge (§4.4, §14 #5), success is the exit code, never "stdout was empty"; there
+//! Unlike the upstream bridge, success is the exit code, never "stdout was empty"; there
 //! is a timeout; output is bounded; and a timeout, a cancellation or a kill ends the whole
 //! process tree (`clawmcp_process`). The result is the merged stdout and stderr, as a terminal
 //! shows them; a non-zero exit is an error result ending in `(Command exited with code N)`.

@@ -1,9 +1,9 @@
 //! `glob`: files whose path matches a glob, newest first.
 //!
-//! OpenClaw has no glob tool (tools-bridge.md §13.1); the schema is the upstream bridge's
+//! OpenClaw has no glob tool (`docs/tools-bridge.md` §2); the schema is the upstream bridge's
 //! (`pattern`, base directory) under Claude Code's names (`path`; the bridge's `cwd` is still
 //! accepted). Where the bridge translated globs to a regex by hand (no `{a,b}`, no `[...]`, no
-//! cap, no ordering; §4.5) we use `globset` for full glob syntax and the shared
+//! cap, no ordering) we use `globset` for full glob syntax and the shared
 //! gitignore-aware walk.
 //!
 //! Semantics: the pattern matches the path relative to the base directory with `/`

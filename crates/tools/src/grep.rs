@@ -1,7 +1,7 @@
 //! `grep`: regex search over file contents with ripgrep's library crates.
 //!
-//! OpenClaw has no grep tool (tools-bridge.md §13.1). The upstream bridge shelled out to
-//! `grep -rn -E`, swallowed every error as "(no matches)" and cut at 500 lines (§4.6). We keep
+//! OpenClaw has no grep tool (`docs/tools-bridge.md` §2). The upstream bridge shelled out to
+//! `grep -rn -E`, swallowed every error as "(no matches)" and cut at 500 lines. We keep
 //! its `pattern`/`path`/`include` (now `glob`, `include` still accepted) and its 500-entry
 //! default, and take the rest of the schema from Claude Code's Grep, which MCP clients already
 //! know: `output_mode`, `-i`, `-n`, `-A`/`-B`/`-C`, `type`, `multiline`, `head_limit`.

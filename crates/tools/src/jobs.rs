@@ -2,7 +2,7 @@
 //! manages.
 //!
 //! The upstream bridge kept jobs in an unbounded map, "killed" them by forgetting them (the
-//! child ran on) and stored their whole output twice (tools-bridge.md §4.7). Here every limit
+//! child ran on) and stored their whole output twice. Here every limit
 //! is explicit ([`JobLimits::DEFAULT`]):
 //!
 //! - at most 16 jobs are kept, running or finished. Admitting one more first forgets the finished

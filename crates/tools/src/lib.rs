@@ -1,18 +1,18 @@
-//! The local coding tools of `clawmcp tools` (spec 002): `read`, `write`, `edit`, `exec`,
-//! `glob`, `grep`, `process`, run in this process against a [`Workspace`] instead of being
+//! The local coding tools of `clawmcp tools` (`docs/tools-bridge.md` §2): `read`, `write`, `edit`,
+//! `exec`, `glob`, `grep`, `process`, run in this process against a [`Workspace`] instead of being
 //! proxied to the gateway.
 //!
 //! # Why they exist and what they promise
 //!
-//! The upstream Node bridge implemented these tools itself with known defects (tools-bridge.md
-//! §4, §14): whole-file reads, first-match edits, errors swallowed as "(no matches)", globs
-//! without `{a,b}`, an `exec` without timeout and a `process kill` that killed nothing. Ours
-//! keep OpenClaw's own schemas where OpenClaw has the tool (`read`, `write`, `edit`, with the
-//! Claude Code aliases `file_path`/`old_string`/`new_string`; `exec` and `process`) and
-//! Claude-Code-like schemas for `glob` and `grep`, which OpenClaw does not ship. Bad input never
-//! corrupts a file: writes are atomic and an edit that fails changes nothing. A command `exec`
-//! runs is always stoppable: a timeout, a cancellation or `process kill` ends its whole process
-//! tree (the `clawmcp-process` crate, shared with the node's `system.run`).
+//! The upstream Node bridge implemented these tools itself with known defects: whole-file reads,
+//! first-match edits, errors swallowed as "(no matches)", globs without `{a,b}`, an `exec` without
+//! timeout and a `process kill` that killed nothing. Ours keep OpenClaw's own schemas where
+//! OpenClaw has the tool (`read`, `write`, `edit`, with the Claude Code aliases
+//! `file_path`/`old_string`/`new_string`; `exec` and `process`) and Claude-Code-like schemas for
+//! `glob` and `grep`, which OpenClaw does not ship. Bad input never corrupts a file: writes are
+//! atomic and an edit that fails changes nothing. A command `exec` runs is always stoppable: a
+//! timeout, a cancellation or `process kill` ends its whole process tree (the `clawmcp-process`
+//! crate, shared with the node's `system.run`).
 //!
 //! # Layout
 //!

@@ -1,12 +1,12 @@
 //! `process`: manage the background sessions `exec` started.
 //!
-//! OpenClaw's actions and texts (tools-bridge.md §13.4): `list`, `poll` (new output since the
+//! OpenClaw's actions and texts (`docs/tools-bridge.md` §2): `list`, `poll` (new output since the
 //! last poll, waiting up to `timeout` ms, at most 30 s, and waking as soon as output or the end
 //! arrives), `log` (the kept output by line, `offset`/`limit`, default the last 200 lines),
 //! `write` (`data` to stdin, `eof` to close it), `kill`, `clear`, `remove`. The PTY actions
 //! (`send-keys`, `submit`, `paste`) need a terminal, which these jobs do not have.
 //!
-//! The bridge's defects are gone (§4.7): `kill` ends the whole process tree and answers once it
+//! The upstream bridge's defects are gone: `kill` ends the whole process tree and answers once it
 //! is gone, output is stored once, `poll` drains instead of repeating everything, and its wait
 //! wakes early. The bridge's `stop` is still accepted as `kill`.
 

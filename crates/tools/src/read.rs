@@ -1,13 +1,13 @@
 //! `read`: a slice of a text file with line numbers, or an image as image content.
 //!
 //! Schema and limits follow OpenClaw's core `read` (pi-coding-agent + the OpenClaw wrapper,
-//! tools-bridge.md §13.2): `path` (alias `file_path`), 1-based `offset`, `limit` in lines, at
+//! `docs/tools-bridge.md` §2): `path` (alias `file_path`), 1-based `offset`, `limit` in lines, at
 //! most 2000 lines or 50KB per call with the same continuation hints (`[Showing lines a-b of N.
 //! Use offset=K to continue.]`), "Offset X is beyond end of file". OpenClaw returns raw text;
 //! we prefix each line with its number in `cat -n` form (six columns, a tab), which the
 //! continuation hints and `grep` line numbers refer to.
 //!
-//! Unlike the upstream bridge (which read the whole file, §4.1) the file is streamed: lines
+//! Unlike the upstream bridge (which read the whole file) the file is streamed: lines
 //! before `offset` are skipped by counting newlines, at most one line-cap of each line is kept,
 //! and after the slice the remaining lines are only counted, up to a scan budget. A file of
 //! any size therefore costs at most the output cap in memory.

@@ -1,7 +1,7 @@
 //! The workspace root the local tools resolve relative paths against.
 //!
 //! The upstream bridge resolved relative paths against its own process cwd, which is wherever
-//! the MCP client happened to start it (tools-bridge.md §4); OpenClaw's own tools resolve them
+//! the MCP client happened to start it; OpenClaw's own tools resolve them
 //! against the agent workspace. We follow OpenClaw: relative paths join the workspace root,
 //! absolute paths are used as given (this is not a sandbox: the tools run with the process's
 //! OS permissions, as the spec says), and `~` / `~/…` expand to the home directory as

@@ -1,7 +1,7 @@
 //! `write`: create or replace a whole file, atomically.
 //!
-//! Schema is OpenClaw's (`path` alias `file_path`, `content`; tools-bridge.md §13.3). Compared
-//! with the upstream bridge (§4.2: plain overwrite, null content written as an empty file) the
+//! Schema is OpenClaw's (`path` alias `file_path`, `content`; `docs/tools-bridge.md` §2). Compared
+//! with the upstream bridge (plain overwrite, null content written as an empty file) the
 //! write is atomic, keeps the existing file's mode, refuses directories and non-string content,
 //! and writes through a symlink to its target instead of replacing the link. It only ever
 //! creates or replaces a regular file: a FIFO, device node or socket at the path is refused and

@@ -1,8 +1,8 @@
 //! `clawmcp node`: the node host. One registry, two transports, chosen by the mode matrix of
-//! settings.json (spec 000): `EnableMcpServer` serves the capabilities as MCP tools on
-//! `http://127.0.0.1:<port>/` (no gateway, no account, no pairing); `EnableNodeMode` connects to
-//! an OpenClaw gateway as a node (`clawmcp-node-gateway`). Both, either, or neither (then there
-//! is nothing to serve, and the error says how to turn one on).
+//! settings.json (the upstream tray's keys): `EnableMcpServer` serves the capabilities as MCP tools
+//! on `http://127.0.0.1:<port>/` (no gateway, no account, no pairing); `EnableNodeMode` connects to
+//! an OpenClaw gateway as a node (`clawmcp-node-gateway`). Both, either, or neither (then there is
+//! nothing to serve, and the error says how to turn one on).
 //!
 //! Wiring only: the capabilities live in `clawmcp-node`, the transports in `clawmcp-http` and
 //! `clawmcp-node-gateway`. What runs is reported in `node-status.json` for `clawmcp node

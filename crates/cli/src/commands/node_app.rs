@@ -1,5 +1,6 @@
-//! `app.*` and `app.connection.*`: the running node describing and managing itself, for local
-//! MCP clients only (spec 000: never registered with the gateway — `ToolDef::local_only`).
+//! `app.*` and `app.connection.*`: the running node describing and managing itself, for local MCP
+//! clients only (as the upstream tray's own tools: never registered with the gateway —
+//! `ToolDef::local_only`).
 //!
 //! They live here, beside `clawmcp node`'s transports, because that is what they are about: the
 //! MCP listener, the gateway link, the status the node publishes and the settings it reloads.

@@ -1,4 +1,4 @@
-//! `clawmcp serve`: the channel bridge (spec 003), a drop-in for `openclaw mcp serve`.
+//! `clawmcp serve`: the channel bridge (`docs/serve.md`), a drop-in for `openclaw mcp serve`.
 //!
 //! Wiring only: the bridge lives in `clawmcp-serve`. Flags map one to one onto upstream's; the
 //! gateway is resolved from them, `OPENCLAW_*` and `openclaw.json` inside the crate. The device

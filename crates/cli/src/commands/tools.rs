@@ -1,4 +1,5 @@
-//! `clawmcp tools`: the tools bridge (spec 002) on stdin/stdout, and `clawmcp tools regen`.
+//! `clawmcp tools`: the tools bridge (`docs/tools-bridge.md`) on stdin/stdout, and
+//! `clawmcp tools regen`.
 //!
 //! Wiring only; everything lives in `clawmcp_tools::bridge`. Stdout carries JSON-RPC only (logs
 //! go to stderr). EOF on stdin, SIGINT, SIGTERM and the death of the parent process end the

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::support::{SESSION, Session, barrier, gateway, gateway_with, is_error, seeded_row, subscribed, text};
 
-/// The golden `conversations_list` text of the real bridge (real-gateway-transcripts.md §2).
+/// The golden `conversations_list` text of the real bridge (`openclaw mcp serve` 2026.9.6 against
+/// the seeded gateway of `e2e/gateway/seed.mjs`; `docs/serve.md` §4).
 const GOLDEN_CONVERSATIONS_TEXT: &str = "conversations: 1\n\n{\n  \"conversations\": [\n    {\n      \"sessionKey\": \"agent:main:main\",\n      \"channel\": \"imessage\",\n      \"to\": \"+15551234567\",\n      \"accountId\": \"imessage-default\",\n      \"threadId\": \"thread-42\",\n      \"displayName\": \"Harness Seeded Conversation\",\n      \"derivedTitle\": \"Harness Seeded Conversation\",\n      \"lastMessagePreview\": \"seeded image attachment\",\n      \"updatedAt\": 1795991581121\n    }\n  ]\n}";
 
 fn golden_conversation() -> Value {

@@ -1,4 +1,4 @@
-//! The upstream bridge's compatibility layer for gateway tools (tools-bridge.md 6.2, 7.1, 7.2),
+//! The upstream bridge's compatibility layer for gateway tools (`docs/tools-bridge.md` §4, §6),
 //! kept so that clients and prompts written against it keep working:
 //!
 //! - **Schema overlays**: properties added to a gateway tool's schema so that MCP clients, which

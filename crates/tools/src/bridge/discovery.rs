@@ -1,7 +1,7 @@
 //! Asking the running gateway which tools it has and what their arguments are, so that an
 //! OpenClaw upgrade needs no regeneration step.
 //!
-//! What the gateway offers (gateway-live-probes.md 1, checked against 2026.9.6):
+//! What the gateway offers (`docs/tools-bridge.md` §3, checked against 2026.9.6):
 //! - `tools.effective {sessionKey}` (operator.read): the tools of that session with their full
 //!   descriptions, but **no schemas**. It fails with "unknown session key" for a session that
 //!   has no row yet (a fresh gateway has none). `tools.catalog` is a static list that includes
@@ -32,7 +32,7 @@ use tracing::debug;
 use super::snapshot::SnapshotTool;
 
 /// Scopes asked for: `tools.effective` needs read, `attach.grant` admin. A loopback `cli`
-/// client with the shared secret keeps what it asks for (gateway-live-probes.md 4.2).
+/// client with the shared secret keeps what it asks for (`docs/gateway-protocol.md` §4.1).
 pub const DISCOVERY_SCOPES: [&str; 2] = ["operator.read", "operator.admin"];
 
 /// How long a grant lives: discovery needs seconds; revoked at once anyway.

@@ -1,6 +1,6 @@
-//! `clawmcp tools` (spec 002): a stdio MCP server that gives an MCP client the OpenClaw
-//! gateway's tools (forwarded to `POST /tools/invoke`), this crate's local coding tools, and
-//! `sessions_yield` — a drop-in for the upstream Node bridge: the same environment
+//! `clawmcp tools` (`docs/tools-bridge.md`): a stdio MCP server that gives an MCP client the
+//! OpenClaw gateway's tools (forwarded to `POST /tools/invoke`), this crate's local coding tools,
+//! and `sessions_yield` — a drop-in for the upstream Node bridge: the same environment
 //! (`OPENCLAW_*`), the same `openclaw.json` (JSON5), the same tool names and aliases, so an
 //! existing client config works by changing only the command.
 //!

@@ -1,6 +1,6 @@
 //! Which gateway tools `POST /tools/invoke` will run, computed the way the gateway computes it
 //! (openclaw 2026.9.6 `src/security/dangerous-tools.ts`, `src/agents/tool-resolution.ts`;
-//! checked live for every tool in gateway-live-probes.md 1.1):
+//! checked live for every tool against 2026.9.6; `docs/tools-bridge.md` §5):
 //!
 //! HTTP-callable = the tools of the session − the coding tools (built only for the loopback
 //! surface) − `DEFAULT_GATEWAY_HTTP_TOOL_DENY` (minus `gateway.tools.allow`) − `gateway.tools.deny`.

@@ -1,6 +1,6 @@
 //! What `clawmcp tools` reads from its environment and from `openclaw.json`, beyond the gateway
 //! URL and secret (those come from [`clawmcp_gateway::GatewayTarget`]): the same variables as
-//! the upstream Node bridge (spec 002), parsed once at startup.
+//! the upstream Node bridge (`docs/tools-bridge.md`), parsed once at startup.
 //!
 //! | variable | meaning |
 //! | --- | --- |
@@ -10,7 +10,7 @@
 //! | `OPENCLAW_MCP_GATEWAY_TOOL_TIMEOUT_MS` | wall-clock deadline per gateway call; default 240000 |
 //!
 //! `OPENCLAW_HOME` and `OPENCLAW_GATEWAY_TOKEN` act through the gateway crate's config discovery.
-//! The requester agent id follows the upstream rule (tools-bridge.md 2.3):
+//! The requester agent id follows the upstream rule (`docs/tools-bridge.md` §6):
 //! `agents.defaults.systemAgent.agentId`, else the sole configured agent (`agents.entries` keys or
 //! `agents.list[].id`, both rosters OpenClaw accepts), else `main`.
 

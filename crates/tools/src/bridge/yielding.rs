@@ -2,7 +2,7 @@
 //! finished, so the client's turn (and the channel it answers on) stays alive.
 //!
 //! The gateway's own `sessions_yield` needs an agent run to end; over `/tools/invoke` it answers
-//! "Yield not supported in this context". So, like the upstream bridge (tools-bridge.md 5):
+//! "Yield not supported in this context". So, like the upstream bridge (`docs/tools-bridge.md` §8):
 //! 1. every successful `sessions_spawn` files its `runId` in the [`PendingStore`] under the
 //!    requester key ([`capture_spawn`]);
 //! 2. `sessions_yield` takes that requester's pending runs (or, with none, the gateway's current
