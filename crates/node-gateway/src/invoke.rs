@@ -109,7 +109,8 @@ pub async fn run(
     tokio::select! {
         completed = work => completed,
         () = tokio::time::sleep(budget) => {
-            // The command sees the cancel and stops (a system.run process group is killed).
+            // The command sees the cancel and stops (a system.run's whole process tree is killed,
+            // through its own subreaper).
             cancel.cancel();
             Completed::failed(TIMEOUT, format!("{} did not finish within its {} ms budget", event.command, budget.as_millis()))
         }

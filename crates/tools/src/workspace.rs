@@ -1,9 +1,9 @@
 //! The workspace root the local tools resolve relative paths against.
 //!
-//! The upstream bridge resolved relative paths against its own process cwd, which is wherever
-//! the MCP client happened to start it; OpenClaw's own tools resolve them
-//! against the agent workspace. We follow OpenClaw: relative paths join the workspace root,
-//! absolute paths are used as given (this is not a sandbox: the tools run with the process's
+//! `clawmcp tools` roots it at its process's working directory, which is wherever the MCP client
+//! starts it, as the upstream bridge did (`BridgeOptions::local_root`; OpenClaw's own agent tools
+//! use the agent workspace instead, which is why a client should start it in the project).
+//! Relative paths join the root, absolute paths are used as given (this is not a sandbox: the tools run with the process's
 //! OS permissions, as the spec says), and `~` / `~/…` expand to the home directory as
 //! pi-coding-agent's `expandPath` does.
 

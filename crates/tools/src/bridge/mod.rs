@@ -20,8 +20,10 @@
 //!
 //! # Lifecycle
 //!
-//! Configuration errors (no gateway secret, a bad `--url`) fail before anything is served. Then
-//! the session starts at once on stdin/stdout while discovery runs in the background within
+//! Configuration errors (a bad `--url`, an unreadable token file) fail before anything is served;
+//! no gateway secret at all is not one of them: the local tools are then served alone, and the
+//! gateway's tools are said to be missing and why (`BridgeSettings::gateway_off`). Then the
+//! session starts at once on stdin/stdout while discovery runs in the background within
 //! [`DISCOVERY_BUDGET`]; gateway calls wait for it at most that long and `tools/list` at most
 //! [`LIST_WAIT`], then use the snapshots (a list answered from them is followed by
 //! `notifications/tools/list_changed` when the live list arrives and differs). EOF on stdin ends the session: calls are cancelled, the local tools' background
