@@ -489,6 +489,20 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub endpoint: EndpointArgs,
+
+    /// Check the gateway at this URL (for serve/tools and node mode), as `clawmcp node
+    /// --gateway-url`, `serve --url` and `tools --url` would reach it. Default: what each resolves
+    /// from settings.json, OPENCLAW_GATEWAY_URL and openclaw.json.
+    #[arg(long, value_name = "URL")]
+    pub gateway_url: Option<String>,
+
+    /// With --gateway-url: the gateway token's file (as `--gateway-token-file` / `--token-file`).
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, conflicts_with = "gateway_password_file")]
+    pub gateway_token_file: Option<PathBuf>,
+
+    /// With --gateway-url: the gateway password's file (as `--gateway-password-file`).
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    pub gateway_password_file: Option<PathBuf>,
 }
 
 /// How `serve` and `tools` reach the gateway: the same flags, the same meaning (and `node`'s

@@ -102,8 +102,18 @@ impl Finding {
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let data = data_dir(&args.endpoint.data_dir)?;
     let runtime = client_runtime()?;
-    let context =
-        Context { data, explicit_data_dir: args.endpoint.data_dir.data_dir.is_some(), endpoint: args.endpoint };
+    let gateway = GatewayNodeArgs {
+        gateway_url: args.gateway_url,
+        gateway_token_file: args.gateway_token_file,
+        gateway_password_file: args.gateway_password_file,
+        ..GatewayNodeArgs::default()
+    };
+    let context = Context {
+        data,
+        explicit_data_dir: args.endpoint.data_dir.data_dir.is_some(),
+        endpoint: args.endpoint,
+        gateway,
+    };
     let mut findings = vec![data_dir_finding(&context)];
     let token = token_file_finding(&context);
     // Reading an exposed token (as any client does) would make it private: the finding must
@@ -154,6 +164,8 @@ struct Context {
     /// Whether `--data-dir` (or `$CLAWMCP_DATA_DIR`) chose it: the fix commands then repeat it.
     explicit_data_dir: bool,
     endpoint: EndpointArgs,
+    /// `--gateway-url` and its secret file: the gateway every gateway check probes, when given.
+    gateway: GatewayNodeArgs,
 }
 
 impl Context {
@@ -443,14 +455,22 @@ async fn gateway_findings(context: &Context) -> Vec<Finding> {
     let node_mode = settings.enable_node_mode;
     let mut findings = Vec::new();
 
-    // serve / tools, as started without gateway flags.
+    // serve / tools, as started without gateway flags, or with the ones this run was given.
     let serve_identity = data.root().join("serve");
     let serve_device =
         DeviceIdentity::load(&serve_identity.join(clawmcp_gateway::identity::IDENTITY_FILE)).ok().map(Arc::new);
-    let serve_probe = match GatewayTarget::resolve(&ConnectOverrides::default(), &Env::from_process()) {
+    let overrides = ConnectOverrides {
+        url: context.gateway.gateway_url.clone(),
+        token_file: context.gateway.gateway_token_file.clone(),
+        password_file: context.gateway.gateway_password_file.clone(),
+        flag_prefix: "gateway-",
+        ..ConnectOverrides::default()
+    };
+    let serve_probe = match GatewayTarget::resolve(&overrides, &Env::from_process()) {
         Err(error) => {
             findings.push(Finding::warn("gateway for serve/tools", format!("not usable as configured: {error}")).fix(
-                "export OPENCLAW_GATEWAY_URL=wss://HOST:18789 OPENCLAW_GATEWAY_TOKEN=... (or pass --url/--token-file)",
+                "export OPENCLAW_GATEWAY_URL=wss://HOST:18789 OPENCLAW_GATEWAY_TOKEN=... (or pass --url/--token-file to \
+                 serve/tools, and check that gateway with `clawmcp doctor --gateway-url URL --gateway-token-file FILE`)",
             ));
             None
         }
@@ -491,7 +511,7 @@ async fn gateway_findings(context: &Context) -> Vec<Finding> {
 
 async fn node_mode_findings(context: &Context, settings: &Settings) -> Vec<Finding> {
     let data = &context.data;
-    let target = match node::node_gateway_target(&GatewayNodeArgs::default(), settings, data) {
+    let target = match node::node_gateway_target(&context.gateway, settings, data) {
         Ok((target, _)) => target,
         Err(error) => {
             return vec![

@@ -309,6 +309,42 @@ fn the_gateway_for_serve_and_tools_is_checked_up_down_and_with_a_wrong_token() {
     drop(runtime);
 }
 
+/// `--gateway-url` with `--gateway-token-file` checks the gateway a user starts serve/tools with
+/// flags (not what the environment names): the flags' secret is the one sent; without a secret
+/// file the finding names doctor's own flags.
+#[test]
+fn the_gateway_flags_name_the_gateway_to_check() {
+    let (runtime, fake) = gateway();
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
+    let (code, document) = doctor_json(&sandbox, |command| {
+        at_node(&node, &sandbox)(command);
+        command
+            .env("OPENCLAW_GATEWAY_URL", "ws://127.0.0.1:1")
+            .args(["--gateway-url", &fake.url(), "--gateway-token-file"])
+            .arg(&token_file);
+    });
+    assert_eq!(code, 0, "{document}");
+    let up = finding(&document, "gateway for serve/tools");
+    assert_eq!(up["level"], "ok", "{document}");
+    assert!(up["what"].as_str().unwrap().starts_with(&format!("gateway for serve/tools at {} (", fake.url())), "{up}");
+    assert!(up["why"].as_str().unwrap().contains(&token_file.display().to_string()), "the flag's file: {up}");
+    assert_eq!(fake.requests("connect").pop().unwrap()["auth"]["token"], FAKE_TOKEN);
+
+    let (_, document) = doctor_json(&sandbox, |command| {
+        at_node(&node, &sandbox)(command);
+        command.args(["--gateway-url", &fake.url()]);
+    });
+    let missing = finding(&document, "gateway for serve/tools");
+    assert_eq!(missing["level"], "warn", "{document}");
+    assert!(
+        missing["why"].as_str().unwrap().contains("pass --gateway-token/--gateway-token-file"),
+        "the flags doctor takes: {missing}"
+    );
+    drop(runtime);
+}
+
 #[test]
 fn with_node_mode_on_an_unreachable_gateway_fails_and_a_connected_node_is_ok() {
     let (_runtime, fake) = gateway();
