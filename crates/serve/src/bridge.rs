@@ -472,7 +472,6 @@ fn first_text_block(message: &Value) -> Option<String> {
     }
 }
 
-/// Upstream retries the first connect only on these (`shouldRetryInitialMcpGatewayConnect`).
 /// A failure trying again cannot cure: the gateway refused this client (credentials, pairing,
 /// protocol) rather than being unreachable.
 fn needs_the_user(error: &GatewayError) -> bool {
@@ -491,6 +490,8 @@ fn needs_the_user(error: &GatewayError) -> bool {
     )
 }
 
+/// Retried as upstream retries the first connect (`shouldRetryInitialMcpGatewayConnect`): the
+/// gateway said so, or the handshake timed out. Calls keep waiting (bounded) through these.
 fn retryable_at_startup(error: &GatewayError) -> bool {
     match error {
         GatewayError::ConnectRejected { error, .. } => error.retryable == Some(true),
