@@ -48,6 +48,11 @@ impl ArgumentCheck {
     /// else the error for the caller, naming `tool` and each problem.
     pub fn check(&self, tool: &str, instance: &Value) -> Result<(), String> {
         let Some(validator) = &self.validator else { return Ok(()) };
+        // Nearly every call is valid: the short-circuiting check first, the error walk only for
+        // a call that has something to report.
+        if validator.is_valid(instance) {
+            return Ok(());
+        }
         let problems: Vec<String> = validator
             .iter_errors(instance)
             .filter_map(|error| self.explain(instance, &error))
