@@ -51,18 +51,19 @@ pub mod fuzzing {
     }
 
     pub fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<(), Refused> {
-        gate::admit(peer, request, token).map_err(refused)
+        let headers = gate::Headers::scan(request.headers());
+        gate::admit(peer, request.method(), request.uri(), &headers, token).map_err(refused)
     }
 
     pub fn require_json<B>(request: &Request<B>) -> Result<(), Refused> {
-        gate::require_json(request).map_err(refused)
+        gate::require_json(&gate::Headers::scan(request.headers())).map_err(refused)
     }
 
     pub fn wants_event_stream<B>(request: &Request<B>) -> bool {
-        gate::wants_event_stream(request)
+        gate::wants_event_stream(&gate::Headers::scan(request.headers()))
     }
 
     pub fn accepts_event_stream<B>(request: &Request<B>) -> bool {
-        gate::accepts_event_stream(request)
+        gate::accepts_event_stream(&gate::Headers::scan(request.headers()))
     }
 }

@@ -319,23 +319,25 @@ async fn answer<S: McpService + ?Sized>(
 ) -> Result<Response<ResponseBody>, Refusal> {
     let shared = &conn.shared;
     let limits = &shared.limits;
-    gate::admit(conn.peer.ip(), &request, &shared.token)?;
+    let (head, body) = request.into_parts();
+    let headers = gate::Headers::scan(&head.headers);
+    gate::admit(conn.peer.ip(), &head.method, &head.uri, &headers, &shared.token)?;
     // From now on this connection holds a place of the whole budget, not of the small one
     // kept for connections that have not shown the token.
     conn.state.authenticate();
-    match *request.method() {
+    match head.method {
         // MCP clients open `GET` with `Accept: text/event-stream` for a server-push stream we do
         // not offer; the streamable-HTTP spec says to answer 405 so they carry on without it.
-        Method::GET if gate::wants_event_stream(&request) => return Err(Refusal::MethodNotAllowed),
+        Method::GET if gate::wants_event_stream(&headers) => return Err(Refusal::MethodNotAllowed),
         Method::GET => return Ok(whole(plain_text(StatusCode::OK, shared.probe.clone()))),
         Method::POST => {}
         _ => return Err(Refusal::MethodNotAllowed),
     }
-    gate::require_json(&request)?;
-    gate::refuse_declared_oversize(request.body(), limits.max_body_bytes)?;
-    let accepts_event_stream = gate::accepts_event_stream(&request);
-    let protocol_version = gate::protocol_version(&request);
-    let (head, body) = request.into_parts();
+    gate::require_json(&headers)?;
+    gate::refuse_declared_oversize(&body, limits.max_body_bytes)?;
+    let accepts_event_stream = gate::accepts_event_stream(&headers);
+    let protocol_version = gate::protocol_version(&headers);
+    let routing = gate::routing_headers(&headers);
 
     let deadline = received + limits.request_timeout;
     let ingress = shared.pools.ingress().await?;
@@ -348,7 +350,7 @@ async fn answer<S: McpService + ?Sized>(
     };
     drop(body);
     drop(ingress);
-    let stateless = match shared.mcp.http_era(&message, &gate::routing_headers(&head.headers)) {
+    let stateless = match shared.mcp.http_era(&message, &routing) {
         HttpEra::Legacy => false,
         HttpEra::Stateless => true,
         HttpEra::Rejected(error) => {

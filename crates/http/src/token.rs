@@ -21,7 +21,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clawmcp_fs::{FileStamp, create_private_dir, write_private_atomic};
-use subtle::ConstantTimeEq;
 
 /// The token file's name inside the data directory.
 pub const TOKEN_FILE_NAME: &str = "mcp-token.txt";
@@ -194,7 +193,7 @@ impl LiveToken {
     /// Whether `presented` is the current token, compared in constant time (the length, 43 for
     /// every generated token, is not secret).
     pub fn verify(&self, presented: &[u8]) -> bool {
-        presented.ct_eq(self.fresh().token.as_bytes()).into()
+        constant_time_eq::constant_time_eq(presented, self.fresh().token.as_bytes())
     }
 
     /// The cache, re-read first if the file changed since.

@@ -419,6 +419,22 @@ pub fn success_frame<R: Serialize>(id: &RequestId, result: &R) -> String {
     serde_json::to_string(&frame).unwrap_or_else(|_| error_frame(Some(id), &RpcError::internal()))
 }
 
+/// [`success_frame`] for a result that is already JSON (what the dispatcher has): the same
+/// bytes, written as three pieces around the two raw values instead of through the serializer
+/// (which costs more than the rest of answering a `ping`).
+pub fn raw_success_frame(id: &RequestId, result: &RawValue) -> String {
+    const OPEN: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let (id, result) = (id.raw().get(), result.get());
+    let mut frame = String::with_capacity(OPEN.len() + id.len() + RESULT.len() + result.len() + 1);
+    frame.push_str(OPEN);
+    frame.push_str(id);
+    frame.push_str(RESULT);
+    frame.push_str(result);
+    frame.push('}');
+    frame
+}
+
 /// The `error.code` of a response frame this crate wrote, or `None` for a result (the
 /// result is skipped, not parsed into values).
 pub fn error_code_of_frame(frame: &str) -> Option<i64> {
@@ -471,6 +487,21 @@ pub(crate) fn clip(text: &str, max_chars: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_raw_success_frame_is_byte_for_byte_the_serialised_one() {
+        let ids = ["1", "0", "-7", "1.5e3", r#""abc""#, r#""with \"quotes\" and \u00e9""#, "9007199254740993"];
+        let results = ["{}", r#"{"tools":[]}"#, r#"{"a":[1,2,{"b":null}],"c":"\n"}"#, "null", "[]"];
+        for id in ids {
+            let id = RequestId::from_raw(RawValue::from_string(id.to_owned()).unwrap()).unwrap();
+            for result in results {
+                let result = RawValue::from_string(result.to_owned()).unwrap();
+                let frame = raw_success_frame(&id, &result);
+                assert_eq!(frame, success_frame(&id, &result), "{id} {result}");
+                assert!(serde_json::from_str::<Value>(&frame).is_ok(), "{frame}");
+            }
+        }
+    }
 
     fn reply(body: &str) -> (Option<String>, i64, String) {
         match parse(body.as_bytes()) {

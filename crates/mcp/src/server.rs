@@ -338,7 +338,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
             Incoming::Request { id, method, params } => {
                 let result = self.request(&id, &method, params.as_deref(), ctx).await;
                 Some(match result {
-                    Ok(value) => jsonrpc::success_frame(&id, &value),
+                    Ok(value) => jsonrpc::raw_success_frame(&id, &value),
                     Err(error) => jsonrpc::error_frame(Some(&id), &error),
                 })
             }
@@ -443,7 +443,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
         let version = self.render_version(&ctx);
         match method {
             "initialize" => raw(&self.initialize(params)?),
-            "ping" => raw(&json!({})),
+            "ping" => Ok(empty_result()),
             "tools/list" => {
                 let execution = match stateless {
                     true => None,
@@ -701,6 +701,11 @@ fn call_name(params: Option<&RawValue>) -> String {
 }
 
 /// Serialises a result for embedding in its response frame.
+/// `{}`, what `ping` answers, without serialising anything.
+fn empty_result() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).expect("{} is JSON")
+}
+
 fn raw<T: serde::Serialize + ?Sized>(result: &T) -> Result<Box<RawValue>, RpcError> {
     serde_json::value::to_raw_value(result).map_err(|_| RpcError::internal())
 }
