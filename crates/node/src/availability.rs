@@ -5,12 +5,16 @@
 //! on this machine (an X display, ffmpeg, a camera). A [`Gate`] holds both, and that one check
 //! decides what `tools/list` shows (through [`clawmcp_mcp::ToolDef::available_while`]), what a
 //! call that reaches a hidden command answers ([`Gate::admit`]), and what `clawmcp node status`
-//! and `clawmcp doctor` report ([`crate::Registry::unavailable`]). Both are read live: turning a
-//! switch off, or the display going away, applies to the next list and the next call.
+//! and `clawmcp doctor` report ([`crate::Registry::unavailable`]). The switch is read live:
+//! turning it off applies to the next list and the next call. The backend's answer is kept for
+//! [`BACKEND_RECHECK`]: a program installed or removed, or a display gone, shows within that.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use clawmcp_mcp::ToolFailure;
 use clawmcp_mcp::tool::codes::UNAVAILABLE;
@@ -140,30 +144,62 @@ impl std::fmt::Display for MissingBackend {
     }
 }
 
+/// How long a backend probe's answer is kept. Why keep it at all: every command behind a gate
+/// asks on every `tools/list` and every call, and a probe is a `PATH` search (a failed `stat` per
+/// directory) or a bus round trip; probed each time they were most of a `tools/list`'s cost
+/// (bench/NODE_RESULTS.md). What a backend is rarely changes while the node runs, and two seconds
+/// is sooner than anyone notices after an `apt install`. The owner's switch is never kept.
+pub const BACKEND_RECHECK: Duration = Duration::from_secs(2);
+
 /// The live check for one capability's commands: its switch (if any) and its backend probe.
 #[derive(Clone)]
 pub struct Gate {
     settings: Arc<LiveSettings>,
     switch: Option<&'static Switch>,
-    backend: Arc<dyn Fn() -> Result<(), MissingBackend> + Send + Sync>,
+    backend: Arc<Backend>,
+}
+
+/// A backend probe and its last answer (see [`BACKEND_RECHECK`]).
+struct Backend {
+    probe: Box<dyn Fn() -> Result<(), MissingBackend> + Send + Sync>,
+    last: Mutex<Option<(Instant, Result<(), MissingBackend>)>>,
+}
+
+impl Backend {
+    fn answer(&self) -> Result<(), MissingBackend> {
+        // The clock is tokio's so a test can move it; outside a runtime it is the system's.
+        let now = Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &*last {
+            Some((at, answer)) if now.saturating_duration_since(*at) < BACKEND_RECHECK => answer.clone(),
+            _ => {
+                // Probed under the lock: callers racing a stale answer wait for one probe
+                // instead of each running their own.
+                let answer = (self.probe)();
+                *last = Some((now, answer.clone()));
+                answer
+            }
+        }
+    }
 }
 
 impl Gate {
-    /// `backend` is probed on every list and call, so keep it cheap (an env var, a `PATH`
-    /// lookup, a directory scan); a backend that can only be proven by using it fails the call.
+    /// `backend` is probed at most once per [`BACKEND_RECHECK`] for all the gate's lists and
+    /// calls; still keep it cheap (an env var, a `PATH` lookup, a directory scan): a backend that
+    /// can only be proven by using it fails the call.
     pub fn new(
         settings: Arc<LiveSettings>,
         switch: Option<&'static Switch>,
         backend: impl Fn() -> Result<(), MissingBackend> + Send + Sync + 'static,
     ) -> Self {
-        Gate { settings, switch, backend: Arc::new(backend) }
+        Gate { settings, switch, backend: Arc::new(Backend { probe: Box::new(backend), last: Mutex::new(None) }) }
     }
 
     /// `Ok` while the command is served; else why not, in a status line. A switched-off command
     /// whose backend is missing too says both, so turning it on is not the owner's only surprise.
     pub fn check(&self) -> Result<(), String> {
         let off = self.switch.filter(|switch| !switch.is_on(&self.settings.current()));
-        match (off, (self.backend)()) {
+        match (off, self.backend.answer()) {
             (None, Ok(())) => Ok(()),
             (None, Err(missing)) => Err(format!("unavailable: {missing}")),
             (Some(switch), Ok(())) => Err(switch.status()),
@@ -177,7 +213,7 @@ impl Gate {
         if let Some(switch) = self.switch.filter(|switch| !switch.is_on(&self.settings.current())) {
             return Err(switch.refusal(command));
         }
-        (self.backend)().map_err(|missing| {
+        self.backend.answer().map_err(|missing| {
             ToolFailure::new(format!("{command} is not available on this machine: {missing}")).with_code(UNAVAILABLE)
         })
     }
@@ -223,6 +259,37 @@ mod tests {
         assert_eq!(absent.check(), Err("unavailable: no camera; plug one in".to_owned()));
         let error = absent.admit("camera.snap").unwrap_err();
         assert_eq!(error.message, "camera.snap is not available on this machine: no camera; plug one in");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_backend_is_probed_once_per_recheck_period_and_the_switch_every_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Arc::new(LiveSettings::open(dir.path().join("settings.json")).unwrap());
+        let probes = Arc::new(AtomicUsize::new(0));
+        let gate = Gate::new(settings, Some(&Switch::CAMERA), {
+            let probes = probes.clone();
+            move || {
+                probes.fetch_add(1, Ordering::SeqCst);
+                Err(MissingBackend::new("no camera", "plug one in"))
+            }
+        });
+        for _ in 0..50 {
+            assert!(gate.check().unwrap_err().contains("once on, still unavailable: no camera"));
+        }
+        assert_eq!(probes.load(Ordering::SeqCst), 1, "fifty checks inside the period, one probe");
+        tokio::time::advance(BACKEND_RECHECK - Duration::from_millis(1)).await;
+        gate.check().unwrap_err();
+        assert_eq!(probes.load(Ordering::SeqCst), 1, "still inside the period");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        gate.check().unwrap_err();
+        assert_eq!(probes.load(Ordering::SeqCst), 2, "the period is over at its edge: probed again");
+
+        let mut on = Settings::default();
+        on.node_camera_enabled = true;
+        on.save(&dir.path().join("settings.json")).unwrap();
+        assert_eq!(gate.check(), Err("unavailable: no camera; plug one in".to_owned()), "the switch is read live");
+        assert_eq!(probes.load(Ordering::SeqCst), 2);
     }
 
     #[test]
