@@ -33,6 +33,7 @@
 //! answers failures as invoke errors, as upstream does.
 
 mod browse;
+pub mod channel;
 mod dir_fetch;
 mod dir_list;
 mod fetch;
