@@ -496,7 +496,7 @@ impl FileChannels {
         }
         state.attached = true;
         drop(state);
-        Ok(Some(Duplex { channel }))
+        Ok(Some(Duplex { channel, cancel: CancellationToken::new() }))
     }
 }
 
@@ -518,9 +518,20 @@ async fn expire(table: Weak<FileChannels>, channel: Arc<Channel>, deadline: Inst
 /// command finished (polls then report `completed`).
 pub struct Duplex {
     channel: Arc<Channel>,
+    /// The call's own cancellation: every wait ends on it too.
+    cancel: CancellationToken,
 }
 
+/// What a cancelled call's waits answer.
+const CALL_CANCELLED: &str = "the tools/call was cancelled";
+
 impl Duplex {
+    /// Ends every wait of this end when `cancel` fires (the call's cancellation).
+    pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
     /// Fires when the channel ends (closed, timed out, a violation, a rotation).
     pub fn ended(&self) -> &CancellationToken {
         &self.channel.ended
@@ -565,7 +576,7 @@ impl Duplex {
                     return Ok(());
                 }
             }
-            woken.await;
+            self.wait(woken).await?;
         }
     }
 
@@ -583,7 +594,14 @@ impl Duplex {
                 }
                 Channel::closed(&state)?;
             }
-            woken.await;
+            self.wait(woken).await?;
+        }
+    }
+
+    async fn wait(&self, woken: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> Result<(), ChannelClosed> {
+        tokio::select! {
+            () = woken => Ok(()),
+            () = self.cancel.cancelled() => Err(ChannelClosed(CALL_CANCELLED.to_owned())),
         }
     }
 
