@@ -136,13 +136,16 @@ pub(crate) fn plain_text(status: StatusCode, text: String) -> Response<Full<Byte
 /// bearer token. Applies to every verb, so nothing is dispatched, not even the GET probe, without
 /// the token. The one exception, OAuth discovery, is refused with `404` between the Host and
 /// token checks (see the module docs).
+///
+/// Admitted, the answer is the authentication generation of the token that matched (see
+/// [`LiveToken::admit`]): the request carries that snapshot from here on.
 pub(crate) fn admit(
     peer: IpAddr,
     method: &Method,
     target: &Uri,
     headers: &Headers<'_>,
     token: &LiveToken,
-) -> Result<(), Refusal> {
+) -> Result<u64, Refusal> {
     if !peer.to_canonical().is_loopback() {
         return Err(Refusal::NotLoopback);
     }
@@ -162,10 +165,7 @@ pub(crate) fn admit(
         return Err(Refusal::NoOAuth);
     }
     let presented = headers.authorization.single().and_then(|value| bearer_credential(value.as_bytes()));
-    match presented {
-        Some(credential) if token.verify(credential) => Ok(()),
-        _ => Err(Refusal::Unauthorized),
-    }
+    presented.and_then(|credential| token.admit(credential)).ok_or(Refusal::Unauthorized)
 }
 
 /// The request headers the gate and the dispatcher read, found in one pass over the header map.
@@ -412,7 +412,7 @@ mod tests {
     }
 
     // The checks as the server runs them: the headers scanned once, then each check.
-    fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<(), Refusal> {
+    fn admit<B>(peer: IpAddr, request: &Request<B>, token: &LiveToken) -> Result<u64, Refusal> {
         super::admit(peer, request.method(), request.uri(), &Headers::scan(request.headers()), token)
     }
 
@@ -433,10 +433,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (live, token) = live_token(&dir);
         let ok = request(&token).body(()).unwrap();
-        assert_eq!(admit(IpAddr::V4(Ipv4Addr::LOCALHOST), &ok, &live), Ok(()));
-        assert_eq!(admit(IpAddr::V6(Ipv6Addr::LOCALHOST), &ok, &live), Ok(()));
+        assert_eq!(admit(IpAddr::V4(Ipv4Addr::LOCALHOST), &ok, &live), Ok(0));
+        assert_eq!(admit(IpAddr::V6(Ipv6Addr::LOCALHOST), &ok, &live), Ok(0));
         let mapped = IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped());
-        assert_eq!(admit(mapped, &ok, &live), Ok(()));
+        assert_eq!(admit(mapped, &ok, &live), Ok(0));
         let lan = IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20));
         assert_eq!(admit(lan, &ok, &live), Err(Refusal::NotLoopback));
         let hostile = request(&token).header("origin", "https://evil.example").body(()).unwrap();
@@ -495,7 +495,7 @@ mod tests {
             .header("authorization", format!("Bearer {token}"))
             .body(())
             .unwrap();
-        assert_eq!(admit(local, &absolute_local, &live), Ok(()));
+        assert_eq!(admit(local, &absolute_local, &live), Ok(0));
     }
 
     #[test]

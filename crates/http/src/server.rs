@@ -321,7 +321,7 @@ async fn answer<S: McpService + ?Sized>(
     let limits = &shared.limits;
     let (head, body) = request.into_parts();
     let headers = gate::Headers::scan(&head.headers);
-    gate::admit(conn.peer.ip(), &head.method, &head.uri, &headers, &shared.token)?;
+    let auth_generation = Some(gate::admit(conn.peer.ip(), &head.method, &head.uri, &headers, &shared.token)?);
     // From now on this connection holds a place of the whole budget, not of the small one
     // kept for connections that have not shown the token.
     conn.state.authenticate();
@@ -386,13 +386,21 @@ async fn answer<S: McpService + ?Sized>(
     if let Some(id) = streamed_id
         && let Some(cancel_on_disconnect) = cancel_on_disconnect.take()
     {
-        let call = StreamedCall { id, message, transport_cancel, deadline, slot: handler_slot, protocol_version };
+        let call = StreamedCall {
+            id,
+            message,
+            transport_cancel,
+            deadline,
+            slot: handler_slot,
+            protocol_version,
+            auth_generation,
+        };
         return Ok(stream_answer(shared, call, cancel_on_disconnect, activity));
     }
     let dispatch = dispatch_bounded(
         shared.mcp.clone(),
         message,
-        RequestContext { protocol_version, ..RequestContext::new(transport_cancel.clone()) },
+        RequestContext { protocol_version, auth_generation, ..RequestContext::new(transport_cancel.clone()) },
         deadline,
         limits.abandon_after_cancel,
         handler_slot,
@@ -431,6 +439,7 @@ struct StreamedCall {
     deadline: Instant,
     slot: OwnedSemaphorePermit,
     protocol_version: Option<ProtocolVersion>,
+    auth_generation: Option<u64>,
 }
 
 /// Answers a `tools/call` that asked for progress as an event stream (see `sse`). The call runs
@@ -444,14 +453,14 @@ fn stream_answer<S: McpService + ?Sized>(
     cancel_on_disconnect: DropGuard,
     activity: RequestActivity,
 ) -> Response<ResponseBody> {
-    let StreamedCall { id, message, transport_cancel, deadline, slot, protocol_version } = call;
+    let StreamedCall { id, message, transport_cancel, deadline, slot, protocol_version, auth_generation } = call;
     let (sink, progress) = sse::progress_channel();
     let (answer, response) = oneshot::channel();
     // What a plain request would have got as 408 (a handler that ignored cancellation) is, once
     // the 200 is out, the tool error a transport timeout gives.
     let timed_out = jsonrpc::success_frame(&id, &ToolResult::error(TIMED_OUT));
     let fallback = jsonrpc::error_frame(Some(&id), &RpcError::internal());
-    let ctx = RequestContext { transport_cancel, sink: Some(Arc::new(sink)), protocol_version };
+    let ctx = RequestContext { transport_cancel, sink: Some(Arc::new(sink)), protocol_version, auth_generation };
     let abandon_after = shared.limits.abandon_after_cancel;
     let dispatch = dispatch_bounded(shared.mcp.clone(), message, ctx, deadline, abandon_after, slot);
     shared.tasks.spawn(async move {

@@ -120,6 +120,11 @@ pub struct LiveToken {
 struct Cache {
     source: Source,
     token: Arc<str>,
+    /// The authentication generation: 0 for the token loaded at start, one more for each token
+    /// put in force since. The token and its number change together under the cache's lock, so
+    /// a request admitted by a token holds that token's number and no other (spec 000's
+    /// "bearer and file-channel epoch as one immutable authentication generation").
+    generation: u64,
 }
 
 /// Where the token in force was read from, as far as telling a change goes.
@@ -176,7 +181,7 @@ impl LiveToken {
         // so a change racing this load is never missed.
         Ok(LiveToken {
             path: path.to_owned(),
-            cache: Mutex::new(Cache { source: Source::Unread, token: token.into() }),
+            cache: Mutex::new(Cache { source: Source::Unread, token: token.into(), generation: 0 }),
         })
     }
 
@@ -193,7 +198,20 @@ impl LiveToken {
     /// Whether `presented` is the current token, compared in constant time (the length, 43 for
     /// every generated token, is not secret).
     pub fn verify(&self, presented: &[u8]) -> bool {
-        constant_time_eq::constant_time_eq(presented, self.fresh().token.as_bytes())
+        self.admit(presented).is_some()
+    }
+
+    /// [`LiveToken::verify`], answering the generation of the token that matched: what a request
+    /// it admits carries, so everything bound to a token (the node's file channels) can tell a
+    /// request admitted before a rotation from one admitted after it.
+    pub fn admit(&self, presented: &[u8]) -> Option<u64> {
+        let cache = self.fresh();
+        constant_time_eq::constant_time_eq(presented, cache.token.as_bytes()).then_some(cache.generation)
+    }
+
+    /// The generation of the token in force now (see [`LiveToken::admit`]).
+    pub fn generation(&self) -> u64 {
+        self.fresh().generation
     }
 
     /// The cache, re-read first if the file changed since.
@@ -234,6 +252,7 @@ impl LiveToken {
                 if *token != *cache.token {
                     tracing::info!(path = %self.path.display(), "MCP token file changed: the new token is in force");
                     cache.token = token.into();
+                    cache.generation += 1;
                 }
             }
             Ok(Some(_)) => tracing::warn!(

@@ -125,6 +125,28 @@ fn live_token_follows_the_file_and_keeps_the_last_good_token() {
 }
 
 #[test]
+fn each_token_put_in_force_is_the_next_authentication_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(TOKEN_FILE_NAME);
+    let live = LiveToken::load_or_create(&path).unwrap();
+    let first = live.current().to_string();
+    assert_eq!(live.admit(first.as_bytes()), Some(0));
+    assert_eq!(live.admit(b"not the token"), None);
+    // Re-reading an unchanged token (touched, rewritten with the same text) is no rotation.
+    fs::write(&path, format!("{first}\n")).unwrap();
+    assert_eq!(live.admit(first.as_bytes()), Some(0));
+    let second = token::reset(&path).unwrap();
+    assert_eq!(live.admit(first.as_bytes()), None, "the old token admits nothing once rotated");
+    assert_eq!(live.admit(second.as_bytes()), Some(1));
+    assert_eq!(live.generation(), 1);
+    // A broken file keeps the token, and so its generation.
+    fs::write(&path, "   ").unwrap();
+    assert_eq!(live.admit(second.as_bytes()), Some(1));
+    let third = token::reset(&path).unwrap();
+    assert_eq!(live.admit(third.as_bytes()), Some(2));
+}
+
+#[test]
 fn live_token_sees_every_kind_of_change_through_the_file_it_holds() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(TOKEN_FILE_NAME);

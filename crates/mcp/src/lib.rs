@@ -44,7 +44,7 @@ pub use server::{
 pub use tool::{Handler, NodeEvent, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet, Unserved};
 pub use tool_filter::{ToolFilter, ToolFilterError};
 pub use types::{
-    CallContext, Content, EmbeddedResource, FrameSink, Progress, Rendered, ResultFrame, Schema, Tool, ToolAnnotations,
-    ToolResult, permissive_schema,
+    CallContext, Content, EmbeddedResource, FrameSink, Progress, Rendered, RequestFacts, ResultFrame, Schema, Tool,
+    ToolAnnotations, ToolResult, permissive_schema,
 };
 pub use version::ProtocolVersion;

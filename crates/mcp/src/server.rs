@@ -33,7 +33,7 @@ use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Regist
 use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw};
 use crate::modern;
 use crate::params::{self, ParamsError};
-use crate::types::{CallContext, FrameSink, Progress, Rendered, ResultFrame, Tool, ToolResult};
+use crate::types::{CallContext, FrameSink, Progress, Rendered, RequestFacts, ResultFrame, Tool, ToolResult};
 use crate::version::ProtocolVersion;
 
 /// The protocol version the upstream Windows tray answers whatever the client asks;
@@ -95,6 +95,17 @@ pub trait McpService: Send + Sync + 'static {
         _params: Option<Value>,
     ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
         None
+    }
+
+    /// [`McpService::custom_request`] for a service that needs what the transport knows of the
+    /// request (its authentication generation). The default forwards to `custom_request`.
+    fn custom_request_in<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+        _ctx: &RequestContext,
+    ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
+        self.custom_request(method, params)
     }
 
     /// A notification outside the MCP table. Ignored by default.
@@ -220,11 +231,15 @@ pub struct RequestContext {
     /// The revision this request says it speaks (HTTP's `MCP-Protocol-Version` header, read
     /// leniently with [`ProtocolVersion::from_header`]); `None` when it says nothing.
     pub protocol_version: Option<ProtocolVersion>,
+    /// The authentication generation that admitted this request: the HTTP transport's bearer
+    /// token as one numbered snapshot (a rotation gives the next number), read in the same
+    /// check that accepted the bearer. `None` on a transport without authentication (stdio).
+    pub auth_generation: Option<u64>,
 }
 
 impl RequestContext {
     pub fn new(transport_cancel: CancellationToken) -> Self {
-        RequestContext { transport_cancel, sink: None, protocol_version: None }
+        RequestContext { transport_cancel, sink: None, protocol_version: None, auth_generation: None }
     }
 }
 
@@ -480,7 +495,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
                 self.notification(method, params);
                 raw(&json!({}))
             }
-            other => match self.service.custom_request(other, decode_params(params)?) {
+            other => match self.service.custom_request_in(other, decode_params(params)?, &ctx) {
                 Some(future) => match AssertUnwindSafe(future).catch_unwind().await {
                     Ok(result) => raw(&result?),
                     Err(_) => {
@@ -584,7 +599,8 @@ impl<S: McpService + ?Sized> McpServer<S> {
         };
         let started = Instant::now();
         let tool_cancel = CancellationToken::new();
-        let call_ctx = CallContext { cancel: tool_cancel.clone(), progress: progress.clone(), meta };
+        let request = id.map(|id| RequestFacts { id: id.clone(), auth_generation: ctx.auth_generation });
+        let call_ctx = CallContext { cancel: tool_cancel.clone(), progress: progress.clone(), meta, request };
         let mut call = AssertUnwindSafe(self.service.call_tool(&name, arguments, call_ctx)).catch_unwind();
         let caller_cancel = registration.as_ref().map(|r| r.token().clone()).unwrap_or_default();
 

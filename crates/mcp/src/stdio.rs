@@ -176,6 +176,7 @@ where
             transport_cancel: calls_cancel.child_token(),
             sink: Some(sink.clone()),
             protocol_version: None,
+            auth_generation: None,
         };
         match McpServer::<S>::classify(&message) {
             MessageClass::Control => {

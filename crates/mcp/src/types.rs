@@ -453,12 +453,25 @@ pub struct CallContext {
     pub progress: Option<Progress>,
     /// The request's `params._meta`, for extensions.
     pub meta: Option<Value>,
+    /// The request behind the call, when it was one (a `tools/call` notification has no id):
+    /// for extensions that bind to its exact id and authentication (the node's file channel).
+    pub request: Option<RequestFacts>,
+}
+
+/// What the transport knows of the request behind a tool call.
+#[derive(Debug, Clone)]
+pub struct RequestFacts {
+    /// The JSON-RPC id, exactly as sent (matched as cancellation matches ids).
+    pub id: crate::jsonrpc::RequestId,
+    /// The authentication generation that admitted the request (see
+    /// [`crate::RequestContext::auth_generation`]); `None` on a transport without one.
+    pub auth_generation: Option<u64>,
 }
 
 impl CallContext {
     /// A context that never cancels and reports no progress (tests, internal calls).
     pub fn detached() -> Self {
-        CallContext { cancel: CancellationToken::new(), progress: None, meta: None }
+        CallContext { cancel: CancellationToken::new(), progress: None, meta: None, request: None }
     }
 }
 

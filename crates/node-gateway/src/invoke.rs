@@ -194,7 +194,7 @@ fn request(event: &InvokeEvent, command: &str, args: Map<String, Value>, caller:
 }
 
 fn context(cancel: CancellationToken) -> CallContext {
-    CallContext { cancel, progress: None, meta: None }
+    CallContext { cancel, progress: None, meta: None, request: None }
 }
 
 fn completed(outcome: ToolOutcome, cancel: &CancellationToken) -> Completed {

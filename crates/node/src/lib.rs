@@ -12,8 +12,9 @@
 //! - [`screen`]: `screen.snapshot` and `screen.record` (X11; recording through ffmpeg).
 //! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
 //! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
-//! - [`files`]: `file.stat`, `file.fetch`, `file.write`, `dir.list`, `dir.fetch`, `fs.listDir`
-//!   (the real node host's file commands, inside the owner's `NodeFileRoots`).
+//! - [`files`]: `file.stat`, `file.fetch`, `file.create`, `file.write`, `dir.list`, `dir.fetch`, `fs.listDir`
+//!   (the real node host's file commands, inside the owner's `NodeFileRoots`) and the file channel
+//!   (`openclaw/file-channel`) that binary `file.fetch` and `file.create` stream over.
 
 pub mod approvals;
 pub mod availability;

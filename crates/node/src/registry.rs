@@ -11,17 +11,18 @@
 
 use std::sync::Arc;
 
-use clawmcp_mcp::{CallContext, McpService, RpcError, Tool, ToolResult, ToolSet, Unserved};
+use clawmcp_mcp::{CallContext, McpService, RequestContext, RpcError, Tool, ToolResult, ToolSet, Unserved};
 pub use clawmcp_mcp::{ToolFilter, ToolFilterError};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::approvals::ExecApprovals;
 use crate::camera::CameraCapability;
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
 use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
+use crate::files::channel::{self, FileChannels};
 use crate::files::{FilePolicy, FilesCapability};
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
@@ -33,6 +34,9 @@ pub struct Registry {
     commands: ToolSet<InvokeRequest>,
     /// The file commands' roots, for status reports (set by [`Registry::builtin`]).
     file_policy: Option<FilePolicy>,
+    /// The file channel the file commands attach to (set by [`Registry::builtin`]); served as
+    /// methods only by a [`NodeMcpService::with_file_channel`].
+    file_channels: Option<Arc<FileChannels>>,
 }
 
 impl Registry {
@@ -50,9 +54,17 @@ impl Registry {
         registry.register(&CameraCapability::new(settings.clone()));
         registry.register(&ClipboardCapability::new(settings.clone()));
         let file_policy = FilePolicy::new(settings);
-        registry.register(&FilesCapability::with_policy(file_policy.clone()));
+        let file_channels = FileChannels::new();
+        registry.register(&FilesCapability::with_channels(file_policy.clone(), file_channels.clone()));
         registry.file_policy = Some(file_policy);
+        registry.file_channels = Some(file_channels);
         registry
+    }
+
+    /// The file channel's table (see [`crate::files::channel`]), when the file commands are
+    /// registered.
+    pub fn file_channels(&self) -> Option<&Arc<FileChannels>> {
+        self.file_channels.as_ref()
     }
 
     /// The roots the file commands serve right now (`NodeFileRoots`, default home), for
@@ -138,11 +150,22 @@ pub struct NodeMcpService {
     registry: Arc<Registry>,
     filter: ToolFilter,
     local_methods: Vec<Arc<dyn LocalMethods>>,
+    /// The file channel's methods and capability, served only where set (the node's HTTP
+    /// listener: the methods need a request's authentication generation).
+    file_channels: Option<Arc<FileChannels>>,
 }
 
 impl NodeMcpService {
     pub fn new(registry: Arc<Registry>) -> Self {
-        NodeMcpService { registry, filter: ToolFilter::all(), local_methods: Vec::new() }
+        NodeMcpService { registry, filter: ToolFilter::all(), local_methods: Vec::new(), file_channels: None }
+    }
+
+    /// Serves the file channel (`openclaw/files/*`, advertised in `initialize` under
+    /// `capabilities.experimental["openclaw/file-channel"]`): for the node's authenticated HTTP
+    /// listener only. Nothing changes when the registry has no file commands.
+    pub fn with_file_channel(mut self) -> Self {
+        self.file_channels = self.registry.file_channels().cloned();
+        self
     }
 
     /// Serves only the tools `filter` allows, on `tools/list` and `tools/call` alike.
@@ -188,12 +211,38 @@ impl McpService for NodeMcpService {
             .boxed()
     }
 
+    fn capabilities(&self) -> Value {
+        let mut capabilities = json!({"tools": {"listChanged": false}});
+        if self.file_channels.is_some() {
+            capabilities["experimental"] = json!({channel::EXTENSION: channel::capability()});
+        }
+        capabilities
+    }
+
     fn custom_request<'a>(
         &'a self,
         method: &'a str,
         params: Option<Value>,
     ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
         self.local_methods.iter().find_map(|m| m.handle(method, params.clone()))
+    }
+
+    fn custom_request_in<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+        ctx: &RequestContext,
+    ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
+        let Some(channels) = &self.file_channels else { return self.custom_request(method, params) };
+        let generation = ctx.auth_generation;
+        let answer = match method {
+            channel::OPEN => channels.open(params, generation),
+            channel::POLL => channels.poll(params, generation),
+            channel::INPUT => channels.input(params, generation),
+            channel::CLOSE => channels.close(params, generation),
+            _ => return self.custom_request(method, params),
+        };
+        Some(futures_util::future::ready(answer).boxed())
     }
 }
 

@@ -103,6 +103,9 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         // Replaces a file with overwrite (the old contents are gone), on this machine only; a
         // second identical call without overwrite is refused, so not idempotent.
         "file.write" => (false, true, false, false),
+        // Creates a file but never replaces one (an existing path answers "exists"): not
+        // destructive; a second call answers differently, so not idempotent; this machine only.
+        "file.create" => (false, false, false, false),
         _ => return None,
     })
 }

@@ -118,7 +118,7 @@ async fn a_run_waiting_for_a_person_says_so_to_the_caller() {
     let cancel = CancellationToken::new();
     let sink = std::sync::Arc::new(Recorded(std::sync::Mutex::new(Vec::new())));
     let progress = clawmcp_mcp::Progress::new(json!("tok"), sink.clone());
-    let ctx = clawmcp_mcp::CallContext { cancel: cancel.clone(), progress: Some(progress), meta: None };
+    let ctx = clawmcp_mcp::CallContext { cancel: cancel.clone(), progress: Some(progress), meta: None, request: None };
     let invoke = node.capability.invoke(run_request(json!({"command": ["echo", "seen"]})), ctx);
     let approve = async {
         let id = single_pending(&node.approvals).await;

@@ -106,7 +106,9 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         let filter_for_gateway = filter.clone();
         let service = NodeMcpService::new(registry.clone())
             .with_filter(filter)
-            .with_local_methods(Arc::new(ApprovalsApi(approvals)));
+            .with_local_methods(Arc::new(ApprovalsApi(approvals)))
+            // This service is served only by the HTTP listener below: the file channel's home.
+            .with_file_channel();
         let info = ServerInfo { name: SERVER_NAME.into(), version: env!("CARGO_PKG_VERSION").into() };
         let mut wire = WireStyle::NEGOTIATING;
         if let Some(version) = args.pin_protocol_version {

@@ -427,7 +427,7 @@ async fn cancelling_a_clip_stops_ffmpeg_and_removes_its_temp_dir() {
     let graph = format!("color=c={}:s=160x120:r=10,realtime,format=rgb24", hex(marker));
     let fixture = Arc::new(Fixture::new(Some(Source::Lavfi { graph }), |_| {}));
     let cancel = CancellationToken::new();
-    let ctx = CallContext { cancel: cancel.clone(), progress: None, meta: None };
+    let ctx = CallContext { cancel: cancel.clone(), progress: None, meta: None, request: None };
     let call = tokio::spawn({
         let fixture = fixture.clone();
         async move { fixture.call_with("camera.clip", json!({"durationMs": 30_000}), ctx).await }

@@ -7,7 +7,9 @@
 //! | --- | --- |
 //! | [`policy`] | the roots the owner lets the node reach (`NodeFileRoots`, default home), never `/proc`, `/sys`, `/dev` |
 //! | [`stat`] | `file.stat` |
-//! | [`fetch`] | `file.fetch` (unary; the duplex `transport:"binary"` is refused) |
+//! | [`fetch`] | `file.fetch`: unary, or `transport:"binary"` over the file channel |
+//! | [`create`] | `file.create`: over the file channel only, never overwriting, nothing partial left |
+//! | [`channel`] | the file channel (`openclaw/files/*`): frames, leases, queues, the commands' [`channel::Duplex`] |
 //! | [`write`] | `file.write`: temp file, fsync, atomic rename, nothing partial left |
 //! | [`dir_list`] | `dir.list`: one page of a directory in a stable order |
 //! | [`dir_fetch`] | `dir.fetch`: a tar.gz built in-process, bounded in bytes, entries and time |
@@ -33,6 +35,8 @@
 //! answers failures as invoke errors, as upstream does.
 
 mod browse;
+pub mod channel;
+mod create;
 mod dir_fetch;
 mod dir_list;
 mod fetch;
@@ -57,6 +61,7 @@ use serde_json::{Map, Value, json};
 
 use crate::capability::{Capability, Command, CommandSpec, InvokeRequest};
 use crate::settings::LiveSettings;
+use channel::{ChannelClosed, Duplex, FileChannels};
 pub use policy::FilePolicy;
 
 /// The `file`, `dir` and `fs` commands.
@@ -70,14 +75,37 @@ impl FilesCapability {
         FilesCapability::with_policy(FilePolicy::new(settings))
     }
 
+    /// Serves `policy`'s roots, with a file channel of its own (tests).
     pub fn with_policy(policy: FilePolicy) -> Self {
+        FilesCapability::with_channels(policy, FileChannels::new())
+    }
+
+    /// Serves `policy`'s roots; `file.fetch` (binary) and `file.create` attach to `channels`.
+    pub fn with_channels(policy: FilePolicy, channels: Arc<FileChannels>) -> Self {
         let policy = Arc::new(policy);
+        let (fetch_channels, create_channels) = (channels.clone(), channels);
         let commands = vec![
             handler(stat::spec(), policy.clone(), |policy, args, _ctx| async move {
                 blocking(move || stat::run(&policy, &args)).await
             }),
-            handler(fetch::spec(), policy.clone(), |policy, args, _ctx| async move {
-                blocking(move || fetch::run(&policy, &args)).await
+            handler(fetch::spec(), policy.clone(), move |policy, args, ctx| {
+                let attached = attach(&fetch_channels, &ctx, "file.fetch");
+                async move {
+                    match attached {
+                        Ok(Some(duplex)) => answer("file.fetch", fetch::binary(policy, args, duplex).await),
+                        Ok(None) => blocking(move || fetch::run(&policy, &args)).await,
+                        Err(error) => answer("file.fetch", Err(error)),
+                    }
+                }
+            }),
+            handler(create::spec(), policy.clone(), move |policy, args, ctx| {
+                let attached = attach(&create_channels, &ctx, "file.create");
+                async move {
+                    match attached {
+                        Ok(duplex) => answer("file.create", create::run(policy, args, duplex).await),
+                        Err(error) => answer("file.create", Err(error)),
+                    }
+                }
             }),
             handler(dir_list::spec(), policy.clone(), |policy, args, _ctx| async move {
                 blocking(move || dir_list::run(&policy, &args)).await
@@ -116,6 +144,30 @@ async fn blocking(work: impl FnOnce() -> ToolOutcome + Send + 'static) -> ToolOu
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| ToolFailure::new(format!("file command failed: {error}")))?
+}
+
+/// The channel a call of `command` attached (see [`FileChannels::attach`]), its waits ended by
+/// the call's cancellation too.
+fn attach(channels: &FileChannels, ctx: &CallContext, command: &str) -> FileResult<Option<Duplex>> {
+    match channels.attach(ctx.meta.as_ref(), ctx.request.as_ref(), command) {
+        Ok(duplex) => Ok(duplex.map(|duplex| duplex.cancelled_by(ctx.cancel.clone()))),
+        Err(message) => Err(FileError::new("INVALID_PARAMS", message)),
+    }
+}
+
+/// `work` on the blocking pool, for the channel commands' steps between their waits.
+pub(crate) async fn blocking_result<T: Send + 'static>(
+    work: impl FnOnce() -> FileResult<T> + Send + 'static,
+) -> FileResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| FileError::new("READ_ERROR", format!("file command failed: {error}")))?
+}
+
+/// A transfer that ended before its protocol did (`CHANNEL_CLOSED`, our code: the reference
+/// names none): closed by the client, timed out, a violation, a rotation, the call cancelled.
+pub(crate) fn transfer_closed(error: &ChannelClosed, canonical: &Path) -> FileError {
+    FileError::new("CHANNEL_CLOSED", format!("{error}; nothing more was transferred")).at(canonical)
 }
 
 /// A refusal in upstream's shape, `{ok:false, code, message, canonicalPath?}`.

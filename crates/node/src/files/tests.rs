@@ -45,7 +45,7 @@ impl Root {
             session_key: None,
             caller: Caller::Gateway,
         };
-        let ctx = CallContext { cancel, progress: None, meta: None };
+        let ctx = CallContext { cancel, progress: None, meta: None, request: None };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(self.files.invoke(request, ctx))
     }

@@ -70,12 +70,21 @@ pub fn run(policy: &FilePolicy, args: &Map<String, Value>) -> ToolOutcome {
     answer("file.write", write(policy, args).map(ToolOutput::from))
 }
 
-fn write(policy: &FilePolicy, args: &Map<String, Value>) -> FileResult<Value> {
-    let target = requested(args)?;
-    let content = decode(args)?;
-    let (overwrite, create_parents) = (flag(args, "overwrite"), flag(args, "createParents"));
-    let reject_hardlinks = flag(args, "rejectHardlinks");
-    policy.check(&target)?;
+/// Where a write (or a `file.create`) lands, checked: the canonical target, the nearest existing
+/// directory above it (the anchor), whether its parent exists, and the preflight binding the
+/// call carries back, if any.
+pub(crate) struct Target {
+    pub canonical: PathBuf,
+    pub canonical_anchor: PathBuf,
+    pub parent_exists: bool,
+    pub bound: Option<Bound>,
+}
+
+/// Resolves `target` (from [`requested`]) as a write does: the policy on the path and on where it
+/// really leads, `followSymlinks`, `expectedCanonicalPath`, `expectedBinding` (a write binding),
+/// and a missing parent refused unless `createParents`.
+pub(crate) fn resolve_target(policy: &FilePolicy, args: &Map<String, Value>, target: &Path) -> FileResult<Target> {
+    policy.check(target)?;
     let parent = target.parent().unwrap_or(Path::new("/")).to_owned();
     let (anchor, canonical_anchor) = existing_ancestor(&parent)?;
     let canonical = canonical_anchor.join(target.strip_prefix(&anchor).unwrap_or(Path::new("")));
@@ -86,13 +95,40 @@ fn write(policy: &FilePolicy, args: &Map<String, Value>) -> FileResult<Value> {
     check_canonical(args, &canonical)?;
     let bound = expected_binding(args, &canonical)?;
     let parent_exists = anchor == parent;
-    if !parent_exists && !create_parents {
+    if !parent_exists && !flag(args, "createParents") {
         return Err(FileError::new(
             "PARENT_NOT_FOUND",
             format!("parent directory does not exist: {}", display(&parent)),
         ));
     }
-    let existing = existing_target(&canonical, overwrite, reject_hardlinks)?;
+    Ok(Target { canonical, canonical_anchor, parent_exists, bound })
+}
+
+/// A preflight's write binding: the anchor's identity, and the target's when it exists.
+pub(crate) fn write_binding(target: &Target, existing: Option<&fs::Metadata>) -> FileResult<Value> {
+    let anchor_meta = fs::metadata(&target.canonical_anchor).map_err(|error| write_error(&error, &target.canonical))?;
+    let anchor = Identity::of(&anchor_meta);
+    let mut binding = json!({
+        "kind": "write",
+        "anchorPath": display(&target.canonical_anchor),
+        "anchorDevice": anchor.device,
+        "anchorInode": anchor.inode,
+    });
+    if let Some(existing) = existing {
+        binding["targetDevice"] = json!(Identity::of(existing).device);
+        binding["targetInode"] = json!(Identity::of(existing).inode);
+    }
+    Ok(binding)
+}
+
+fn write(policy: &FilePolicy, args: &Map<String, Value>) -> FileResult<Value> {
+    let target = requested(args)?;
+    let content = decode(args)?;
+    let overwrite = flag(args, "overwrite");
+    let reject_hardlinks = flag(args, "rejectHardlinks");
+    let resolved = resolve_target(policy, args, &target)?;
+    let (canonical, canonical_anchor, bound) = (&resolved.canonical, &resolved.canonical_anchor, &resolved.bound);
+    let existing = existing_target(canonical, overwrite, reject_hardlinks)?;
     let sha256 = hex(&Sha256::digest(&content));
     if let Some(expected) = args.get("expectedSha256").and_then(Value::as_str).filter(|text| !text.is_empty()) {
         let expected = expected.to_ascii_lowercase();
@@ -101,23 +137,13 @@ fn write(policy: &FilePolicy, args: &Map<String, Value>) -> FileResult<Value> {
                 "INTEGRITY_FAILURE",
                 format!("sha256 mismatch: expected {expected}, got {sha256}"),
             )
-            .at(&canonical));
+            .at(canonical));
         }
     }
     if flag(args, "preflightOnly") {
-        let anchor_meta = fs::metadata(&canonical_anchor).map_err(|error| write_error(&error, &canonical))?;
-        let mut binding = json!({
-            "kind": "write",
-            "anchorPath": display(&canonical_anchor),
-            "anchorDevice": Identity::of(&anchor_meta).device,
-            "anchorInode": Identity::of(&anchor_meta).inode,
-        });
-        if let Some(existing) = &existing {
-            binding["targetDevice"] = json!(Identity::of(existing).device);
-            binding["targetInode"] = json!(Identity::of(existing).inode);
-        }
+        let binding = write_binding(&resolved, existing.as_ref())?;
         let mut result = json!({
-            "ok": true, "path": display(&canonical), "size": content.len(), "sha256": sha256,
+            "ok": true, "path": display(canonical), "size": content.len(), "sha256": sha256,
             "overwritten": existing.is_some(), "binding": binding,
         });
         if reject_hardlinks {
@@ -125,17 +151,17 @@ fn write(policy: &FilePolicy, args: &Map<String, Value>) -> FileResult<Value> {
         }
         return Ok(result);
     }
-    if let Some(bound) = &bound {
-        bound.check_anchor(&canonical)?;
+    if let Some(bound) = bound {
+        bound.check_anchor(canonical)?;
     }
-    if !parent_exists {
-        create_dirs(&canonical, &canonical_anchor)?;
+    if !resolved.parent_exists {
+        create_dirs(canonical, canonical_anchor)?;
     }
     let mode = existing.as_ref().map_or(NEW_FILE_MODE, |meta| meta.permissions().mode() & 0o7777);
     let was = existing.as_ref().map(Identity::of);
-    let meta = clawmcp_fs::write_atomic(&canonical, &content, mode, || {
+    let meta = clawmcp_fs::write_atomic(canonical, &content, mode, || {
         // The last look before the rename: the target is still what was checked (and bound).
-        let now = fs::symlink_metadata(&canonical).ok();
+        let now = fs::symlink_metadata(canonical).ok();
         let same = match (&now, &was) {
             (None, None) => true,
             (Some(now), Some(was)) => now.is_file() && Identity::of(now) == *was,
@@ -148,17 +174,17 @@ fn write(policy: &FilePolicy, args: &Map<String, Value>) -> FileResult<Value> {
         }
     })
     .map_err(|error| match error.to_string() == IDENTITY_CHANGED {
-        true => FileError::new("CANONICAL_PATH_CHANGED", IDENTITY_CHANGED).at(&canonical),
-        false => write_error(&error, &canonical),
+        true => FileError::new("CANONICAL_PATH_CHANGED", IDENTITY_CHANGED).at(canonical),
+        false => write_error(&error, canonical),
     })?;
     Ok(json!({
-        "ok": true, "path": display(&canonical), "size": content.len(), "sha256": sha256,
+        "ok": true, "path": display(canonical), "size": content.len(), "sha256": sha256,
         "overwritten": existing.is_some(), "binding": Identity::of(&meta).binding(),
     }))
 }
 
 /// `args.path` with upstream's write-side messages.
-fn requested(args: &Map<String, Value>) -> FileResult<PathBuf> {
+pub(crate) fn requested(args: &Map<String, Value>) -> FileResult<PathBuf> {
     let text = args.get("path").and_then(Value::as_str).unwrap_or("");
     if text.is_empty() {
         return Err(FileError::new("INVALID_PATH", "path is required"));
@@ -243,7 +269,7 @@ fn existing_target(canonical: &Path, overwrite: bool, reject_hardlinks: bool) ->
 }
 
 /// A preflight's write binding, as the real call carries it back.
-struct Bound {
+pub(crate) struct Bound {
     anchor_path: PathBuf,
     anchor: Identity,
     /// The target's identity then; `None`: it did not exist, and must not now.
@@ -252,7 +278,7 @@ struct Bound {
 
 impl Bound {
     /// Refused when the anchor directory is not the one bound.
-    fn check_anchor(&self, canonical: &Path) -> FileResult<()> {
+    pub(crate) fn check_anchor(&self, canonical: &Path) -> FileResult<()> {
         let changed = || FileError::new("CANONICAL_PATH_CHANGED", IDENTITY_CHANGED).at(canonical);
         let meta = fs::metadata(&self.anchor_path).map_err(|_| changed())?;
         if !meta.is_dir() || Identity::of(&meta) != self.anchor || !canonical.starts_with(&self.anchor_path) {
@@ -284,7 +310,7 @@ fn expected_binding(args: &Map<String, Value>, canonical: &Path) -> FileResult<O
 }
 
 /// Creates the missing directories between `anchor` and `canonical`'s parent (0700).
-fn create_dirs(canonical: &Path, anchor: &Path) -> FileResult<()> {
+pub(crate) fn create_dirs(canonical: &Path, anchor: &Path) -> FileResult<()> {
     let parent = canonical.parent().unwrap_or(anchor);
     let mut builder = fs::DirBuilder::new();
     std::os::unix::fs::DirBuilderExt::mode(builder.recursive(true), 0o700);
@@ -293,7 +319,7 @@ fn create_dirs(canonical: &Path, anchor: &Path) -> FileResult<()> {
     })
 }
 
-fn write_error(error: &io::Error, path: &Path) -> FileError {
+pub(crate) fn write_error(error: &io::Error, path: &Path) -> FileError {
     let code = match error.kind() {
         io::ErrorKind::PermissionDenied => "PERMISSION_DENIED",
         _ => "WRITE_ERROR",

@@ -108,7 +108,7 @@ pub fn run_request(args: Value) -> InvokeRequest {
 
 /// A call context that only carries `cancel`.
 pub fn context(cancel: &CancellationToken) -> CallContext {
-    CallContext { cancel: cancel.clone(), progress: None, meta: None }
+    CallContext { cancel: cancel.clone(), progress: None, meta: None, request: None }
 }
 
 pub fn text_of(result: &Value) -> &str {

@@ -242,7 +242,7 @@ async fn a_cancelled_recording_stops_ffmpeg_and_leaves_nothing() {
     let desktop = Desktop::new("320x240x24");
     let capability = desktop.capability(SizeBound::default());
     let cancel = CancellationToken::new();
-    let ctx = CallContext { cancel: cancel.clone(), progress: None, meta: None };
+    let ctx = CallContext { cancel: cancel.clone(), progress: None, meta: None, request: None };
     let started = Instant::now();
     let recording = call(&capability, json!({"durationMs": 60000}), ctx);
     let canceller = async {

@@ -1,0 +1,333 @@
+//! The v1 wire frames of the file channel (spec 000, "Frames match upstream 82df040c"; the real
+//! node host's `node-duplex-framing`): `{v:1,kind:"ready"}` and
+//! `{v:1,kind:"data",message,index,last,data}`, each one JSON text of at most
+//! [`MAX_WIRE_FRAME_BYTES`] UTF-8 bytes.
+//!
+//! A logical message (a chunk of a file, an ack, the empty EOF) travels as fragments numbered
+//! `index` 0, 1, ... within message number `message` 0, 1, ...; every fragment but the last
+//! carries exactly [`FRAGMENT_BYTES`] bytes, the last at most that many (an empty message is one
+//! empty last fragment). `data` is canonical padded base64 (what `STANDARD.encode` gives for the
+//! bytes it decodes to, nothing else). The parser is strict about all of it: exactly these keys,
+//! `v` 1, counters that are non-negative safe integers (JSON numbers up to 2^53 - 1, written as
+//! integers), messages and fragments in order with no gap or repeat, and a message of at most
+//! [`MAX_MESSAGE_BYTES`] (the file channel's cap; upstream's framing allows 100 MiB, the file
+//! commands 1 MiB). Any breach is a [`FrameError`] naming it; the channel then closes the
+//! transfer.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value};
+
+/// Bytes in every non-final fragment, exactly (spec 000: "8192-byte nonfinal fragments").
+pub const FRAGMENT_BYTES: usize = 8192;
+/// The most UTF-8 bytes one wire frame's JSON text may have (spec 000: "a 16384-byte UTF-8 wire
+/// cap"; also the gateway's `payloadJSON` cap in node-host-commands.md).
+pub const MAX_WIRE_FRAME_BYTES: usize = 16384;
+/// The most bytes one logical file message may have (spec 000: "File logical messages cap at
+/// 1 MiB").
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// The largest counter JavaScript holds exactly (`Number.MAX_SAFE_INTEGER`): the spec's "safe
+/// integer counters".
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// One parsed frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Ready,
+    Data { message: u64, index: u64, last: bool, data: Vec<u8> },
+}
+
+/// Why a frame was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("file channel frame refused: {0}")]
+pub struct FrameError(pub String);
+
+fn refused(why: impl Into<String>) -> FrameError {
+    FrameError(why.into())
+}
+
+/// Parses one wire frame (a `payloadJSON` string), checking everything but its place in the
+/// sequence (that is [`Reassembler`]'s).
+pub fn parse(payload: &str) -> Result<Frame, FrameError> {
+    if payload.len() > MAX_WIRE_FRAME_BYTES {
+        return Err(refused(format!(
+            "the frame is {} bytes, over the {MAX_WIRE_FRAME_BYTES}-byte wire cap",
+            payload.len()
+        )));
+    }
+    let value: Value =
+        serde_json::from_str(payload).map_err(|error| refused(format!("the frame is not JSON: {error}")))?;
+    let Value::Object(object) = value else { return Err(refused("the frame is not a JSON object")) };
+    if object.get("v") != Some(&Value::from(1)) {
+        return Err(refused("the frame's v must be 1"));
+    }
+    match object.get("kind").and_then(Value::as_str) {
+        Some("ready") => {
+            exact_keys(&object, &["v", "kind"])?;
+            Ok(Frame::Ready)
+        }
+        Some("data") => {
+            exact_keys(&object, &["v", "kind", "message", "index", "last", "data"])?;
+            let message = counter(&object, "message")?;
+            let index = counter(&object, "index")?;
+            let Some(last) = object.get("last").and_then(Value::as_bool) else {
+                return Err(refused("a data frame's last must be true or false"));
+            };
+            let Some(text) = object.get("data").and_then(Value::as_str) else {
+                return Err(refused("a data frame's data must be a base64 string"));
+            };
+            let data = decode_canonical(text)?;
+            if !last && data.len() != FRAGMENT_BYTES {
+                return Err(refused(format!(
+                    "a non-final fragment must carry exactly {FRAGMENT_BYTES} bytes, this one has {}",
+                    data.len()
+                )));
+            }
+            if data.len() > FRAGMENT_BYTES {
+                return Err(refused(format!(
+                    "a fragment carries at most {FRAGMENT_BYTES} bytes, this one has {}",
+                    data.len()
+                )));
+            }
+            Ok(Frame::Data { message, index, last, data })
+        }
+        _ => Err(refused("the frame's kind must be \"ready\" or \"data\"")),
+    }
+}
+
+fn exact_keys(object: &Map<String, Value>, keys: &[&str]) -> Result<(), FrameError> {
+    if let Some(extra) = object.keys().find(|key| !keys.contains(&key.as_str())) {
+        return Err(refused(format!("unexpected key {extra:?} (a frame has exactly {})", keys.join(", "))));
+    }
+    if let Some(missing) = keys.iter().find(|key| !object.contains_key(**key)) {
+        return Err(refused(format!("missing key {missing:?}")));
+    }
+    Ok(())
+}
+
+fn counter(object: &Map<String, Value>, key: &str) -> Result<u64, FrameError> {
+    match object.get(key).and_then(Value::as_u64) {
+        Some(number) if number <= MAX_SAFE_INTEGER => Ok(number),
+        _ => Err(refused(format!("{key} must be an integer from 0 to {MAX_SAFE_INTEGER}"))),
+    }
+}
+
+/// `text` decoded, refused unless it is exactly the padded base64 of what it decodes to (no
+/// missing padding, no non-zero trailing bits, no whitespace).
+fn decode_canonical(text: &str) -> Result<Vec<u8>, FrameError> {
+    // The size check first: a 16 KiB frame cannot hold more, but say it in terms of the limit.
+    let bytes = STANDARD.decode(text).map_err(|_| refused("data is not canonical padded base64"))?;
+    if STANDARD.encode(&bytes) != text {
+        return Err(refused("data is not canonical padded base64"));
+    }
+    Ok(bytes)
+}
+
+/// The ready frame.
+pub fn ready() -> String {
+    r#"{"v":1,"kind":"ready"}"#.to_owned()
+}
+
+/// One data frame.
+pub fn data(message: u64, index: u64, last: bool, bytes: &[u8]) -> String {
+    format!(
+        r#"{{"v":1,"kind":"data","message":{message},"index":{index},"last":{last},"data":"{}"}}"#,
+        STANDARD.encode(bytes)
+    )
+}
+
+/// The frames of logical message number `message`: full [`FRAGMENT_BYTES`] fragments, the last
+/// carrying the remainder (a message of exactly n full fragments ends on a full last one; an
+/// empty message is one empty last fragment).
+pub fn fragments(message: u64, bytes: &[u8]) -> Vec<String> {
+    if bytes.is_empty() {
+        return vec![data(message, 0, true, &[])];
+    }
+    let count = bytes.len().div_ceil(FRAGMENT_BYTES);
+    bytes
+        .chunks(FRAGMENT_BYTES)
+        .enumerate()
+        .map(|(index, chunk)| data(message, index as u64, index + 1 == count, chunk))
+        .collect()
+}
+
+/// Puts logical messages back together from frames in strict order, holding at most one
+/// unfinished message.
+#[derive(Debug, Default)]
+pub struct Reassembler {
+    /// The message number expected next.
+    message: u64,
+    /// The fragment index expected next within it.
+    index: u64,
+    /// What the unfinished message holds so far.
+    partial: Vec<u8>,
+    /// Whether a ready frame may still come (only before any data).
+    seen_data: bool,
+}
+
+impl Reassembler {
+    /// Takes one parsed frame; `Some(message)` when it completed one.
+    pub fn push(&mut self, frame: Frame) -> Result<Option<Vec<u8>>, FrameError> {
+        let (message, index, last, data) = match frame {
+            // The client need not send readiness (spec 000); one before any data is accepted
+            // and means nothing.
+            Frame::Ready if !self.seen_data => return Ok(None),
+            Frame::Ready => return Err(refused("a ready frame after data")),
+            Frame::Data { message, index, last, data } => (message, index, last, data),
+        };
+        if message != self.message || index != self.index {
+            return Err(refused(format!(
+                "out of order: expected message {} fragment {}, got message {message} fragment {index}",
+                self.message, self.index
+            )));
+        }
+        if self.partial.len() + data.len() > MAX_MESSAGE_BYTES {
+            return Err(refused(format!("a logical message may have at most {MAX_MESSAGE_BYTES} bytes")));
+        }
+        self.seen_data = true;
+        self.partial.extend_from_slice(&data);
+        if !last {
+            self.index += 1;
+            return Ok(None);
+        }
+        if self.message == MAX_SAFE_INTEGER {
+            return Err(refused("the message counter is exhausted"));
+        }
+        self.message += 1;
+        self.index = 0;
+        Ok(Some(std::mem::take(&mut self.partial)))
+    }
+
+    /// Bytes of the unfinished message, for the buffering caps.
+    pub fn partial_bytes(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Whether a message is under way.
+    pub fn in_progress(&self) -> bool {
+        self.index > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reassemble(frames: &[String]) -> Result<Vec<Vec<u8>>, FrameError> {
+        let mut reassembler = Reassembler::default();
+        let mut messages = Vec::new();
+        for frame in frames {
+            if let Some(message) = reassembler.push(parse(frame)?)? {
+                messages.push(message);
+            }
+        }
+        Ok(messages)
+    }
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn ready_and_data_frames_round_trip_exactly() {
+        assert_eq!(parse(&ready()), Ok(Frame::Ready));
+        assert_eq!(ready(), r#"{"v":1,"kind":"ready"}"#);
+        assert_eq!(data(3, 0, true, b"hi"), r#"{"v":1,"kind":"data","message":3,"index":0,"last":true,"data":"aGk="}"#);
+        assert_eq!(
+            parse(&data(3, 0, true, b"hi")),
+            Ok(Frame::Data { message: 3, index: 0, last: true, data: b"hi".to_vec() })
+        );
+    }
+
+    #[test]
+    fn fragments_are_8192_bytes_and_the_last_carries_the_rest() {
+        for size in [0, 1, 8191, 8192, 8193, 3 * 8192, MAX_MESSAGE_BYTES] {
+            let payload = bytes(size);
+            let frames = fragments(0, &payload);
+            assert_eq!(frames.len(), size.div_ceil(FRAGMENT_BYTES).max(1), "size {size}");
+            assert!(frames.iter().all(|frame| frame.len() <= MAX_WIRE_FRAME_BYTES));
+            assert_eq!(reassemble(&frames).unwrap(), vec![payload], "size {size}");
+        }
+    }
+
+    #[test]
+    fn a_non_final_fragment_must_be_exactly_8192_bytes() {
+        assert!(parse(&data(0, 0, false, &bytes(8192))).is_ok());
+        let short = parse(&data(0, 0, false, &bytes(8191))).unwrap_err();
+        assert!(short.0.contains("exactly 8192"), "{short}");
+        // A final fragment holds at most 8192: 8193 is refused even as the last.
+        let long = parse(&data(0, 0, true, &bytes(8193))).unwrap_err();
+        assert!(long.0.contains("at most 8192"), "{long}");
+        assert!(parse(&data(0, 0, true, &bytes(8192))).is_ok());
+    }
+
+    #[test]
+    fn the_wire_cap_is_16384_utf8_bytes() {
+        // A frame padded with JSON whitespace to exactly the cap parses; one byte more does not.
+        let frame = data(0, 0, true, b"x");
+        let at_cap = format!("{frame}{}", " ".repeat(MAX_WIRE_FRAME_BYTES - frame.len()));
+        assert_eq!(at_cap.len(), 16384);
+        assert!(parse(&at_cap).is_ok());
+        let over = format!("{at_cap} ");
+        assert!(parse(&over).unwrap_err().0.contains("16384-byte wire cap"));
+        // Counted in UTF-8 bytes, not characters: 16383 characters of which one is 'é' (two
+        // bytes) are 16384 bytes, one more character is over.
+        let wide = format!("{frame}{}\u{e9}", " ".repeat(MAX_WIRE_FRAME_BYTES - frame.len() - 2));
+        assert_eq!((wide.chars().count(), wide.len()), (16383, 16384));
+        assert!(!parse(&wide).unwrap_err().0.contains("wire cap"), "at the cap: refused for the stray character only");
+        let wider = format!("{wide} ");
+        assert!(parse(&wider).unwrap_err().0.contains("16384-byte wire cap"));
+    }
+
+    #[test]
+    fn a_message_may_hold_1_mib_and_not_one_byte_more() {
+        let mut frames = fragments(0, &bytes(MAX_MESSAGE_BYTES));
+        assert_eq!(reassemble(&frames).unwrap()[0].len(), MAX_MESSAGE_BYTES);
+        // 1 MiB + 1: the 129th fragment (full so far) must be non-final, then one more byte.
+        let last = frames.len() - 1;
+        frames[last] = data(0, last as u64, false, &bytes(FRAGMENT_BYTES));
+        frames.push(data(0, frames.len() as u64, true, b"!"));
+        let error = reassemble(&frames).unwrap_err();
+        assert!(error.0.contains("at most 1048576 bytes"), "{error}");
+    }
+
+    #[test]
+    fn keys_version_kind_and_counters_are_exact() {
+        let cases = [
+            (r#"{"v":1,"kind":"ready","x":1}"#, "unexpected key"),
+            (r#"{"v":2,"kind":"ready"}"#, "v must be 1"),
+            (r#"{"v":1,"kind":"other"}"#, "kind must be"),
+            (r#"{"v":1,"kind":"data","message":0,"index":0,"last":true}"#, "missing key \"data\""),
+            (r#"{"v":1,"kind":"data","message":-1,"index":0,"last":true,"data":""}"#, "message must be"),
+            (r#"{"v":1,"kind":"data","message":1.5,"index":0,"last":true,"data":""}"#, "message must be"),
+            (r#"{"v":1,"kind":"data","message":9007199254740992,"index":0,"last":true,"data":""}"#, "message must be"),
+            (r#"{"v":1,"kind":"data","message":0,"index":"0","last":true,"data":""}"#, "index must be"),
+            (r#"{"v":1,"kind":"data","message":0,"index":0,"last":1,"data":""}"#, "last must be"),
+            (r#"{"v":1,"kind":"data","message":0,"index":0,"last":true,"data":"aGk"}"#, "canonical padded base64"),
+            (r#"{"v":1,"kind":"data","message":0,"index":0,"last":true,"data":"aGl="}"#, "canonical padded base64"),
+            (r#"{"v":1,"kind":"data","message":0,"index":0,"last":true,"data":"aG k="}"#, "canonical padded base64"),
+            ("[1]", "not a JSON object"),
+            ("{", "not JSON"),
+        ];
+        for (frame, expected) in cases {
+            let error = parse(frame).expect_err(frame);
+            assert!(error.0.contains(expected), "{frame}: {error}");
+        }
+        let max = format!(r#"{{"v":1,"kind":"data","message":{MAX_SAFE_INTEGER},"index":0,"last":true,"data":""}}"#);
+        assert!(parse(&max).is_ok());
+    }
+
+    #[test]
+    fn order_is_strict_within_and_across_messages() {
+        let gap = [data(0, 0, true, b"a"), data(2, 0, true, b"b")];
+        assert!(reassemble(&gap).unwrap_err().0.contains("expected message 1 fragment 0"));
+        let repeat = [data(0, 0, true, b"a"), data(0, 0, true, b"a")];
+        assert!(reassemble(&repeat).is_err());
+        let skipped = [data(0, 0, false, &bytes(8192)), data(0, 2, true, b"b")];
+        assert!(reassemble(&skipped).unwrap_err().0.contains("expected message 0 fragment 1"));
+        let late_ready = [data(0, 0, true, b"a"), ready()];
+        assert!(reassemble(&late_ready).unwrap_err().0.contains("ready frame after data"));
+        let early_ready = [ready(), data(0, 0, true, b"a"), data(1, 0, true, b"")];
+        assert_eq!(reassemble(&early_ready).unwrap(), vec![b"a".to_vec(), vec![]]);
+    }
+}

@@ -1,0 +1,628 @@
+//! The OpenClaw file channel (spec 000, "openclaw/file-channel"): moving a file's bytes over the
+//! node's authenticated loopback HTTP listener, with no second port and no event stream.
+//!
+//! A client opens a channel (`openclaw/files/open`), gets an unpredictable lease, attaches it
+//! once to the real `tools/call` (`params._meta["openclaw/file-channel"] = {v:1, lease}`, the
+//! same JSON-RPC id and command as the open), and while that call runs moves wire frames
+//! ([`frame`]) both ways: it polls the command's output (`openclaw/files/poll`, a cursor that
+//! acknowledges what it consumed) and sends input (`openclaw/files/input`, numbered). The
+//! command's side is a [`Duplex`]: logical messages in and out. `openclaw/files/close`, the
+//! timeout, a protocol violation, a token rotation and the node's shutdown end a channel; the
+//! command then sees [`ChannelClosed`] and stops (a `file.create` removes its temp file).
+//!
+//! Every limit is a constant here or in [`frame`], each from spec 000. Every violation is a
+//! JSON-RPC error naming it, and closes that channel only.
+//!
+//! **Authentication generation.** The HTTP transport numbers the bearer token in force
+//! (`clawmcp_http::token::LiveToken::admit`: the token and its number change together under one
+//! lock) and each request carries the number of the token that admitted it, checked in the same
+//! step. A channel belongs to the generation that opened it. How spec 000's "requests holding an
+//! older snapshot cannot open or attach channels in the new generation, including requests
+//! concurrent with rotation" holds: a channel is only ever reached by a request of its own
+//! generation (open, attach, poll, input, close all compare), so a channel opened by a request
+//! admitted before a rotation is unreachable for every request admitted after it; the first
+//! request of a newer generation that reaches the table closes every older channel (freeing their
+//! leases) before it is served; and from then on an open of an older generation is refused. No
+//! request of the new generation can ever see an old channel, and no old-generation request can
+//! create one the new generation can use. What is not done: the rotation is noticed by the next
+//! request (the token file's one `fstat` per request), so an old channel whose client is idle
+//! lives until some request arrives or its timeout, unreachable meanwhile.
+
+pub mod frame;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use clawmcp_mcp::jsonrpc::{IdKey, id_key_of};
+use clawmcp_mcp::{ErrorCode, RequestFacts, RpcError};
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use frame::Reassembler;
+
+/// The `_meta` key of the attach and the `experimental` capability's name.
+pub const EXTENSION: &str = "openclaw/file-channel";
+/// The methods.
+pub const OPEN: &str = "openclaw/files/open";
+pub const POLL: &str = "openclaw/files/poll";
+pub const INPUT: &str = "openclaw/files/input";
+pub const CLOSE: &str = "openclaw/files/close";
+
+/// Channels open at once (spec 000: "four leases/streaming handlers"); the fifth open is refused.
+pub const MAX_LEASES: usize = 4;
+/// Wire frames an output queue retains unacknowledged; the command waits beyond that until a
+/// poll acknowledges some (spec 000: "Each output queue retains at most sixteen wire frames and
+/// backpressures producers").
+pub const OUTPUT_QUEUE_FRAMES: usize = 16;
+/// Input buffered before the command listens: messages (an unfinished one counts) and bytes
+/// (spec 000: "Pre-listener buffering caps at eight messages and 1 MiB including unfinished
+/// messages").
+pub const PRE_LISTENER_MESSAGES: usize = 8;
+pub const PRE_LISTENER_BYTES: usize = 1024 * 1024;
+/// Input delivered to a listening command but not yet taken (spec 000: "active asynchronous
+/// delivery caps at eight messages and 2 MiB").
+pub const ACTIVE_MESSAGES: usize = 8;
+pub const ACTIVE_BYTES: usize = 2 * 1024 * 1024;
+/// The longest a channel may live (spec 000: "Timeout (at most ten minutes)"); longer asked is
+/// clamped. The default is the spec's example open (`timeoutMs: 60000`).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Random bytes in a lease (256 bits, from the OS random source, as the bearer token).
+pub const LEASE_BYTES: usize = 32;
+/// The commands that use a channel.
+pub const COMMANDS: [&str; 2] = ["file.fetch", "file.create"];
+
+/// What `initialize` advertises under `capabilities.experimental["openclaw/file-channel"]`.
+pub fn capability() -> Value {
+    json!({
+        "v": 1,
+        "commands": COMMANDS,
+        "methods": [OPEN, POLL, INPUT, CLOSE],
+        "maxLeases": MAX_LEASES,
+        "fragmentBytes": frame::FRAGMENT_BYTES,
+        "maxFrameBytes": frame::MAX_WIRE_FRAME_BYTES,
+        "maxMessageBytes": frame::MAX_MESSAGE_BYTES,
+        "outputQueueFrames": OUTPUT_QUEUE_FRAMES,
+        "maxTimeoutMs": MAX_TIMEOUT.as_millis() as u64,
+    })
+}
+
+/// Why a channel ended, as the command sees it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the file channel closed: {0}")]
+pub struct ChannelClosed(pub String);
+
+/// The open channels of one node.
+#[derive(Default)]
+pub struct FileChannels {
+    table: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    channels: Vec<Arc<Channel>>,
+    /// The newest authentication generation a request brought here.
+    generation: u64,
+}
+
+struct Channel {
+    lease: String,
+    command: &'static str,
+    request_id: IdKey,
+    generation: u64,
+    /// Fires when the channel ends, for whatever reason (the reason is in `state.closed`).
+    ended: CancellationToken,
+    state: Mutex<State>,
+    /// Wakes the command: output room, input arrived, or the end.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    attached: bool,
+    /// The command registered its listener (and sent ready).
+    listening: bool,
+    /// The command is done: no more output will come.
+    finished: bool,
+    closed: Option<String>,
+    /// Output: frames retained from sequence `acked` on, the next sequence to give, the next
+    /// logical message number.
+    out: VecDeque<Arc<str>>,
+    acked: u64,
+    next_out: u64,
+    out_message: u64,
+    /// Input: the next sequence expected, the previous input (for the idempotent retry), the
+    /// frames reassembled, the messages waiting for the command.
+    next_in: u64,
+    previous_input: Option<String>,
+    reassembler: Reassembler,
+    inbox: VecDeque<Vec<u8>>,
+    inbox_bytes: usize,
+}
+
+impl Channel {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Ends the channel (first reason wins) and wakes the command.
+    fn end(&self, reason: &str) {
+        let mut state = self.state();
+        if state.closed.is_none() {
+            state.closed = Some(reason.to_owned());
+        }
+        drop(state);
+        self.ended.cancel();
+        self.wake.notify_waiters();
+    }
+
+    fn closed(state: &State) -> Result<(), ChannelClosed> {
+        match &state.closed {
+            Some(reason) => Err(ChannelClosed(reason.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> RpcError {
+    RpcError::new(ErrorCode::InvalidParams, message)
+}
+
+fn refused(message: impl Into<String>) -> RpcError {
+    RpcError::new(ErrorCode::InvalidRequest, message)
+}
+
+/// `params` as an object with `v: 1`.
+fn versioned(params: Option<Value>, method: &str) -> Result<Map<String, Value>, RpcError> {
+    let Some(Value::Object(params)) = params else {
+        return Err(invalid(format!("{method} takes an object of params ({{v:1, ...}})")));
+    };
+    if params.get("v") != Some(&Value::from(1)) {
+        return Err(invalid(format!("{method}: v must be 1 (the file channel's only version)")));
+    }
+    Ok(params)
+}
+
+fn lease_of<'a>(params: &'a Map<String, Value>, method: &str) -> Result<&'a str, RpcError> {
+    params
+        .get("lease")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("{method}: lease (a string) is required")))
+}
+
+fn counter(params: &Map<String, Value>, key: &str, method: &str) -> Result<u64, RpcError> {
+    params
+        .get(key)
+        .and_then(Value::as_u64)
+        .filter(|n| *n <= frame::MAX_SAFE_INTEGER)
+        .ok_or_else(|| invalid(format!("{method}: {key} must be an integer from 0 to {}", frame::MAX_SAFE_INTEGER)))
+}
+
+/// The generation a request brings, refused where the transport has none.
+fn generation_of(auth_generation: Option<u64>) -> Result<u64, RpcError> {
+    auth_generation
+        .ok_or_else(|| refused("the file channel is served only on the node's authenticated loopback HTTP listener"))
+}
+
+const UNKNOWN_LEASE: &str = "no open file channel has this lease (it was closed, timed out, was ended by a token \
+                             rotation, or never opened): open a new one with openclaw/files/open";
+
+impl FileChannels {
+    pub fn new() -> Arc<Self> {
+        Arc::new(FileChannels::default())
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Channels open now.
+    pub fn open_count(&self) -> usize {
+        self.table().channels.len()
+    }
+
+    /// The table seen by a request of `generation`: a newer one ends every older channel first;
+    /// an older one is refused (it holds a snapshot from before a rotation).
+    fn observe(&self, generation: u64) -> Result<MutexGuard<'_, Table>, RpcError> {
+        let mut table = self.table();
+        if generation < table.generation {
+            return Err(refused(
+                "this request was authenticated with a bearer token that has since been replaced: retry with the \
+                 current token",
+            ));
+        }
+        if generation > table.generation {
+            table.generation = generation;
+            for channel in table.channels.drain(..) {
+                channel.end("the MCP bearer token was rotated");
+            }
+        }
+        Ok(table)
+    }
+
+    /// The channel holding `lease` in `generation` (compared in constant time against every
+    /// open lease).
+    fn find(&self, lease: &str, generation: u64) -> Result<Arc<Channel>, RpcError> {
+        let table = self.observe(generation)?;
+        let mut found = None;
+        for channel in &table.channels {
+            if constant_time_eq::constant_time_eq(channel.lease.as_bytes(), lease.as_bytes()) {
+                found = Some(channel.clone());
+            }
+        }
+        drop(table);
+        let channel = found.filter(|channel| channel.generation == generation).ok_or_else(|| refused(UNKNOWN_LEASE))?;
+        // Ended from the command's side (it found the client's messages wrong): say why, once,
+        // and free the lease.
+        let ended = channel.state().closed.clone();
+        if let Some(reason) = ended {
+            self.remove(&channel, &reason);
+            return Err(refused(format!("the file channel is closed: {reason}")));
+        }
+        Ok(channel)
+    }
+
+    /// Ends `channel` with `reason` and forgets its lease.
+    fn remove(&self, channel: &Arc<Channel>, reason: &str) {
+        channel.end(reason);
+        self.table().channels.retain(|open| !Arc::ptr_eq(open, channel));
+    }
+
+    /// A violation: ends that channel only, and is the error to answer.
+    fn violation(&self, channel: &Arc<Channel>, message: String) -> RpcError {
+        self.remove(channel, &message);
+        invalid(format!("{message}; the transfer is closed"))
+    }
+
+    /// Ends every channel (the node's shutdown).
+    pub fn close_all(&self, reason: &str) {
+        for channel in self.table().channels.drain(..) {
+            channel.end(reason);
+        }
+    }
+
+    /// `openclaw/files/open {v:1, command, requestId, timeoutMs?}` -> `{v:1, lease, timeoutMs}`.
+    pub fn open(self: &Arc<Self>, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
+        let generation = generation_of(auth_generation)?;
+        let params = versioned(params, OPEN)?;
+        let command = match params.get("command").and_then(Value::as_str) {
+            Some(name) => COMMANDS.into_iter().find(|known| *known == name),
+            None => None,
+        }
+        .ok_or_else(|| invalid(format!("{OPEN}: command must be one of {}", COMMANDS.join(", "))))?;
+        let request_id = params.get("requestId").and_then(id_key_of).ok_or_else(|| {
+            invalid(format!(
+                "{OPEN}: requestId must be the JSON-RPC id (a string or a number) of the tools/call it will attach to"
+            ))
+        })?;
+        let timeout = match params.get("timeoutMs") {
+            None => DEFAULT_TIMEOUT,
+            Some(value) => match value.as_u64() {
+                Some(ms) if ms > 0 => Duration::from_millis(ms).min(MAX_TIMEOUT),
+                _ => {
+                    return Err(invalid(format!(
+                        "{OPEN}: timeoutMs must be a positive integer (at most {})",
+                        MAX_TIMEOUT.as_millis()
+                    )));
+                }
+            },
+        };
+        let mut bytes = [0u8; LEASE_BYTES];
+        getrandom::fill(&mut bytes).map_err(|error| refused(format!("the OS random source failed: {error}")))?;
+        let lease = URL_SAFE_NO_PAD.encode(bytes);
+        let mut table = self.observe(generation)?;
+        if table.channels.len() >= MAX_LEASES {
+            return Err(refused(format!(
+                "{MAX_LEASES} file channels are open already, the most this node serves at once: close one \
+                 (openclaw/files/close) or wait for a transfer to finish"
+            )));
+        }
+        let channel = Arc::new(Channel {
+            lease: lease.clone(),
+            command,
+            request_id,
+            generation,
+            ended: CancellationToken::new(),
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+        });
+        table.channels.push(channel.clone());
+        drop(table);
+        // The timeout: a client that stops polling loses the channel, and its command stops.
+        let table = Arc::downgrade(self);
+        let deadline = Instant::now() + timeout;
+        tokio::spawn(expire(table, channel, deadline, timeout));
+        Ok(json!({"v": 1, "lease": lease, "timeoutMs": timeout.as_millis() as u64}))
+    }
+
+    /// `openclaw/files/poll {v:1, lease, ack}` -> `{v:1, frames:[{seq, payloadJSON}], completed}`.
+    ///
+    /// `ack` is the next sequence after what the client consumed: frames before it are released
+    /// (and the command may produce more), frames from it on are answered again, so a lost poll
+    /// retried with the same `ack` gets the same frames. `completed`: the command has finished
+    /// and every frame it produced is in this answer.
+    pub fn poll(&self, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
+        let generation = generation_of(auth_generation)?;
+        let params = versioned(params, POLL)?;
+        let channel = self.find(lease_of(&params, POLL)?, generation)?;
+        let ack = counter(&params, "ack", POLL)?;
+        let mut state = channel.state();
+        if ack < state.acked || ack > state.next_out {
+            let (acked, next) = (state.acked, state.next_out);
+            drop(state);
+            return Err(self.violation(
+                &channel,
+                format!(
+                    "{POLL}: ack {ack} is outside the frames this channel holds ({acked} to {next}): ack is the next \
+                     sequence after the frames consumed, never behind the previous ack"
+                ),
+            ));
+        }
+        let released = (ack - state.acked) as usize;
+        state.out.drain(..released);
+        state.acked = ack;
+        let frames: Vec<Value> = state
+            .out
+            .iter()
+            .enumerate()
+            .map(|(offset, payload)| json!({"seq": ack + offset as u64, "payloadJSON": &**payload}))
+            .collect();
+        let completed = state.finished;
+        drop(state);
+        if released > 0 {
+            channel.wake.notify_waiters();
+        }
+        Ok(json!({"v": 1, "frames": frames, "completed": completed}))
+    }
+
+    /// `openclaw/files/input {v:1, lease, seq, payloadJSON}` -> `{v:1, seq}`.
+    pub fn input(&self, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
+        let generation = generation_of(auth_generation)?;
+        let params = versioned(params, INPUT)?;
+        let channel = self.find(lease_of(&params, INPUT)?, generation)?;
+        let seq = counter(&params, "seq", INPUT)?;
+        let Some(payload) = params.get("payloadJSON").and_then(Value::as_str) else {
+            return Err(invalid(format!("{INPUT}: payloadJSON (a frame as a JSON string) is required")));
+        };
+        let mut state = channel.state();
+        if seq + 1 == state.next_in && state.previous_input.as_deref() == Some(payload) {
+            // The client retried the input just accepted (its answer was lost): nothing new.
+            return Ok(json!({"v": 1, "seq": seq}));
+        }
+        if seq != state.next_in {
+            let expected = state.next_in;
+            drop(state);
+            return Err(self.violation(
+                &channel,
+                format!(
+                    "{INPUT}: seq {seq} is out of order or changed (expected {expected}; only the identical previous \
+                     input may be sent again)"
+                ),
+            ));
+        }
+        if state.finished {
+            drop(state);
+            return Err(self.violation(&channel, format!("{INPUT}: the command has finished and reads no more input")));
+        }
+        let accepted = frame::parse(payload).and_then(|frame| state.reassembler.push(frame));
+        let message = match accepted {
+            Ok(message) => message,
+            Err(error) => {
+                drop(state);
+                return Err(self.violation(&channel, format!("{INPUT}: {error}")));
+            }
+        };
+        if let Some(message) = message {
+            state.inbox_bytes += message.len();
+            state.inbox.push_back(message);
+        }
+        let (max_messages, max_bytes, when) = match state.listening {
+            false => (PRE_LISTENER_MESSAGES, PRE_LISTENER_BYTES, "before the command listens"),
+            true => (ACTIVE_MESSAGES, ACTIVE_BYTES, "waiting for the command"),
+        };
+        let messages = state.inbox.len() + usize::from(state.reassembler.in_progress());
+        let bytes = state.inbox_bytes + state.reassembler.partial_bytes();
+        if messages > max_messages || bytes > max_bytes {
+            drop(state);
+            return Err(self.violation(
+                &channel,
+                format!(
+                    "{INPUT}: {messages} messages ({bytes} bytes) would be buffered {when}, more than the channel \
+                     holds (at most {max_messages} messages and {max_bytes} bytes): wait for the command's ack before \
+                     sending more"
+                ),
+            ));
+        }
+        state.next_in = seq + 1;
+        state.previous_input = Some(payload.to_owned());
+        drop(state);
+        channel.wake.notify_waiters();
+        Ok(json!({"v": 1, "seq": seq}))
+    }
+
+    /// `openclaw/files/close {v:1, lease}` -> `{v:1, closed:true}`: the command is told and stops.
+    pub fn close(&self, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
+        let generation = generation_of(auth_generation)?;
+        let params = versioned(params, CLOSE)?;
+        let channel = self.find(lease_of(&params, CLOSE)?, generation)?;
+        self.remove(&channel, "the client closed it");
+        Ok(json!({"v": 1, "closed": true}))
+    }
+
+    /// The channel a `tools/call` of `command` attaches through `meta["openclaw/file-channel"]`:
+    /// `Ok(None)` when it names none; refused (and that channel closed) when the lease is unknown,
+    /// of another generation, attached already, or opened for another request id or command.
+    pub fn attach(
+        &self,
+        meta: Option<&Value>,
+        request: Option<&RequestFacts>,
+        command: &str,
+    ) -> Result<Option<Duplex>, String> {
+        let Some(attach) = meta.and_then(|meta| meta.get(EXTENSION)) else { return Ok(None) };
+        let lease = match attach.as_object() {
+            Some(object) if object.get("v") == Some(&Value::from(1)) => object.get("lease").and_then(Value::as_str),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            format!("_meta[\"{EXTENSION}\"] must be {{v:1, lease}} with the lease openclaw/files/open gave")
+        })?;
+        let Some(request) = request else {
+            return Err("a file channel attaches only to a tools/call request (one with an id)".into());
+        };
+        let generation = generation_of(request.auth_generation).map_err(|error| error.message)?;
+        let channel = self.find(lease, generation).map_err(|error| error.message)?;
+        let mut state = channel.state();
+        let mismatch = if state.attached {
+            Some("the channel is attached already (a lease attaches to one tools/call, once)".to_owned())
+        } else if &channel.request_id != request.id.key() {
+            Some("the tools/call's JSON-RPC id is not the requestId the channel was opened for".to_owned())
+        } else if channel.command != command {
+            Some(format!("the channel was opened for {}, not {command}", channel.command))
+        } else {
+            None
+        };
+        if let Some(mismatch) = mismatch {
+            drop(state);
+            self.remove(&channel, &mismatch);
+            return Err(format!("{mismatch}; that channel is closed"));
+        }
+        state.attached = true;
+        drop(state);
+        Ok(Some(Duplex { channel, cancel: CancellationToken::new() }))
+    }
+}
+
+/// Ends `channel` at `deadline` unless it ended before.
+async fn expire(table: Weak<FileChannels>, channel: Arc<Channel>, deadline: Instant, timeout: Duration) {
+    tokio::select! {
+        () = channel.ended.cancelled() => {}
+        () = tokio::time::sleep_until(deadline) => {
+            let reason = format!("its timeout of {} ms passed", timeout.as_millis());
+            match table.upgrade() {
+                Some(table) => table.remove(&channel, &reason),
+                None => channel.end(&reason),
+            }
+        }
+    }
+}
+
+/// A command's end of an attached channel: logical messages in and out. Dropping it marks the
+/// command finished (polls then report `completed`).
+pub struct Duplex {
+    channel: Arc<Channel>,
+    /// The call's own cancellation: every wait ends on it too.
+    cancel: CancellationToken,
+}
+
+/// What a cancelled call's waits answer.
+const CALL_CANCELLED: &str = "the tools/call was cancelled";
+
+impl Duplex {
+    /// Ends every wait of this end when `cancel` fires (the call's cancellation).
+    pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Fires when the channel ends (closed, timed out, a violation, a rotation).
+    pub fn ended(&self) -> &CancellationToken {
+        &self.channel.ended
+    }
+
+    /// Registers the command's listener and sends the ready frame: input from now on is
+    /// delivered under the active caps (spec 000: "Readiness is sent only after the worker
+    /// registers its listener").
+    pub async fn ready(&self) -> Result<(), ChannelClosed> {
+        self.channel.state().listening = true;
+        self.send_frame(frame::ready()).await
+    }
+
+    /// Sends one logical message (at most [`frame::MAX_MESSAGE_BYTES`]), waiting for room in the
+    /// output queue frame by frame.
+    pub async fn send(&self, message: &[u8]) -> Result<(), ChannelClosed> {
+        debug_assert!(message.len() <= frame::MAX_MESSAGE_BYTES);
+        let number = {
+            let mut state = self.channel.state();
+            Channel::closed(&state)?;
+            state.out_message += 1;
+            state.out_message - 1
+        };
+        for payload in frame::fragments(number, message) {
+            self.send_frame(payload).await?;
+        }
+        Ok(())
+    }
+
+    async fn send_frame(&self, payload: String) -> Result<(), ChannelClosed> {
+        let payload: Arc<str> = payload.into();
+        loop {
+            let woken = self.channel.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            {
+                let mut state = self.channel.state();
+                Channel::closed(&state)?;
+                if state.out.len() < OUTPUT_QUEUE_FRAMES {
+                    state.out.push_back(payload);
+                    state.next_out += 1;
+                    return Ok(());
+                }
+            }
+            self.wait(woken).await?;
+        }
+    }
+
+    /// The next logical message from the client.
+    pub async fn recv(&self) -> Result<Vec<u8>, ChannelClosed> {
+        loop {
+            let woken = self.channel.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            {
+                let mut state = self.channel.state();
+                if let Some(message) = state.inbox.pop_front() {
+                    state.inbox_bytes -= message.len();
+                    return Ok(message);
+                }
+                Channel::closed(&state)?;
+            }
+            self.wait(woken).await?;
+        }
+    }
+
+    async fn wait(&self, woken: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> Result<(), ChannelClosed> {
+        tokio::select! {
+            () = woken => Ok(()),
+            () = self.cancel.cancelled() => Err(ChannelClosed(CALL_CANCELLED.to_owned())),
+        }
+    }
+
+    /// The next message, which must be UTF-8 (the protocols' start and ack messages).
+    pub async fn recv_text(&self, what: &str) -> Result<String, ChannelClosed> {
+        let message = self.recv().await?;
+        String::from_utf8(message).map_err(|_| {
+            let reason = format!("the {what} message is not UTF-8");
+            self.channel.end(&reason);
+            ChannelClosed(reason)
+        })
+    }
+
+    /// Ends the channel from the command's side (a protocol breach it found).
+    pub fn abort(&self, reason: &str) {
+        self.channel.end(reason);
+    }
+}
+
+impl Drop for Duplex {
+    fn drop(&mut self) {
+        self.channel.state().finished = true;
+        self.channel.wake.notify_waiters();
+    }
+}

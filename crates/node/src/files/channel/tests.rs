@@ -1,0 +1,307 @@
+//! The channel table at every limit's edge: leases, generations, the output queue and its
+//! cursor, input order and retry, buffering caps, attach rules, timeout.
+
+use std::time::Duration;
+
+use clawmcp_mcp::jsonrpc::RequestId;
+use clawmcp_mcp::{RequestFacts, RpcError};
+use serde_json::{Value, json};
+
+use super::frame::{self, FRAGMENT_BYTES, MAX_MESSAGE_BYTES};
+use super::*;
+
+const GEN: Option<u64> = Some(0);
+
+fn open(channels: &Arc<FileChannels>, command: &str, id: &str) -> Result<String, RpcError> {
+    channels
+        .open(Some(json!({"v": 1, "command": command, "requestId": id, "timeoutMs": 60000})), GEN)
+        .map(|answer| answer["lease"].as_str().unwrap().to_owned())
+}
+
+fn facts(id: &str) -> RequestFacts {
+    RequestFacts { id: RequestId::string(id), auth_generation: GEN }
+}
+
+fn attach(channels: &FileChannels, lease: &str, id: &str, command: &str) -> Result<Option<Duplex>, String> {
+    let meta = json!({EXTENSION: {"v": 1, "lease": lease}});
+    channels.attach(Some(&meta), Some(&facts(id)), command)
+}
+
+fn poll(channels: &FileChannels, lease: &str, ack: u64) -> Result<Value, RpcError> {
+    channels.poll(Some(json!({"v": 1, "lease": lease, "ack": ack})), GEN)
+}
+
+fn input(channels: &FileChannels, lease: &str, seq: u64, payload: &str) -> Result<Value, RpcError> {
+    channels.input(Some(json!({"v": 1, "lease": lease, "seq": seq, "payloadJSON": payload})), GEN)
+}
+
+/// Sends `message` as frames from input sequence `seq` on; returns the next sequence.
+fn send_message(channels: &FileChannels, lease: &str, seq: u64, number: u64, message: &[u8]) -> Result<u64, RpcError> {
+    let mut seq = seq;
+    for payload in frame::fragments(number, message) {
+        input(channels, lease, seq, &payload)?;
+        seq += 1;
+    }
+    Ok(seq)
+}
+
+fn seqs(answer: &Value) -> Vec<u64> {
+    answer["frames"].as_array().unwrap().iter().map(|f| f["seq"].as_u64().unwrap()).collect()
+}
+
+/// A channel opened and attached for `file.fetch`.
+fn attached() -> (Arc<FileChannels>, String, Duplex) {
+    let channels = FileChannels::new();
+    let lease = open(&channels, "file.fetch", "call-1").unwrap();
+    let duplex = attach(&channels, &lease, "call-1", "file.fetch").unwrap().unwrap();
+    (channels, lease, duplex)
+}
+
+#[tokio::test]
+async fn four_leases_at_most_the_fifth_refused_and_a_close_frees_one() {
+    let channels = FileChannels::new();
+    let leases: Vec<String> = (0..4).map(|i| open(&channels, "file.fetch", &format!("c{i}")).unwrap()).collect();
+    let fifth = open(&channels, "file.create", "c4").unwrap_err();
+    assert!(fifth.message.contains("4 file channels are open already"), "{}", fifth.message);
+    // Unpredictable: 256 random bits, base64url, all different.
+    assert!(leases.iter().all(|lease| lease.len() == 43));
+    let mut unique = leases.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), 4);
+    channels.close(Some(json!({"v": 1, "lease": leases[0]})), GEN).unwrap();
+    assert_eq!(channels.open_count(), 3);
+    assert!(open(&channels, "file.create", "c4").is_ok());
+    let gone = poll(&channels, &leases[0], 0).unwrap_err();
+    assert!(gone.message.contains("no open file channel has this lease"), "{}", gone.message);
+}
+
+#[tokio::test]
+async fn open_checks_its_params_and_clamps_the_timeout_to_ten_minutes() {
+    let channels = FileChannels::new();
+    let answer =
+        channels.open(Some(json!({"v": 1, "command": "file.fetch", "requestId": 7, "timeoutMs": 600001})), GEN);
+    assert_eq!(answer.unwrap()["timeoutMs"], 600000);
+    let answer = channels.open(Some(json!({"v": 1, "command": "file.fetch", "requestId": 8})), GEN).unwrap();
+    assert_eq!(answer["timeoutMs"], 60000);
+    for (params, expected) in [
+        (json!({"v": 2, "command": "file.fetch", "requestId": "a"}), "v must be 1"),
+        (json!({"v": 1, "command": "system.run", "requestId": "a"}), "command must be one of file.fetch, file.create"),
+        (json!({"v": 1, "command": "file.fetch"}), "requestId must be"),
+        (json!({"v": 1, "command": "file.fetch", "requestId": "a", "timeoutMs": 0}), "timeoutMs must be"),
+    ] {
+        let error = channels.open(Some(params.clone()), GEN).unwrap_err();
+        assert!(error.message.contains(expected), "{params}: {}", error.message);
+    }
+    let unauthenticated = channels.open(Some(json!({"v": 1, "command": "file.fetch", "requestId": "a"})), None);
+    assert!(unauthenticated.unwrap_err().message.contains("authenticated loopback HTTP listener"));
+}
+
+#[tokio::test]
+async fn a_rotation_ends_older_channels_and_older_requests_cannot_open_or_attach() {
+    let channels = FileChannels::new();
+    let old = open(&channels, "file.fetch", "old").unwrap();
+    // A request of the next generation: the old channel is gone before it is served.
+    let new = channels.open(Some(json!({"v": 1, "command": "file.fetch", "requestId": "new"})), Some(1)).unwrap();
+    let new = new["lease"].as_str().unwrap().to_owned();
+    assert_eq!(channels.open_count(), 1);
+    let stale = channels.poll(Some(json!({"v": 1, "lease": old, "ack": 0})), Some(1)).unwrap_err();
+    assert!(stale.message.contains("no open file channel"), "{}", stale.message);
+    // A request still holding generation 0 (admitted before the rotation) cannot open ...
+    let concurrent = open(&channels, "file.fetch", "late").unwrap_err();
+    assert!(concurrent.message.contains("has since been replaced"), "{}", concurrent.message);
+    // ... nor attach to the new generation's channel.
+    let meta = json!({EXTENSION: {"v": 1, "lease": new}});
+    let old_request = RequestFacts { id: RequestId::string("new"), auth_generation: Some(0) };
+    let refused = channels.attach(Some(&meta), Some(&old_request), "file.fetch").err().unwrap();
+    assert!(refused.contains("has since been replaced"), "{refused}");
+    let current = RequestFacts { id: RequestId::string("new"), auth_generation: Some(1) };
+    assert!(channels.attach(Some(&meta), Some(&current), "file.fetch").unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_rotation_mid_transfer_ends_the_command() {
+    let (channels, _lease, duplex) = attached();
+    channels.open(Some(json!({"v": 1, "command": "file.fetch", "requestId": "x"})), Some(1)).unwrap();
+    let ended = duplex.recv().await.unwrap_err();
+    assert!(ended.0.contains("rotated"), "{ended}");
+}
+
+#[tokio::test]
+async fn attach_once_with_the_exact_request_id_and_command() {
+    let channels = FileChannels::new();
+    let lease = open(&channels, "file.fetch", "call-1").unwrap();
+    assert!(attach(&channels, "wrong-lease", "call-1", "file.fetch").err().unwrap().contains("no open file channel"));
+    // No attach asked: nothing to do.
+    assert!(channels.attach(Some(&json!({})), Some(&facts("call-1")), "file.fetch").unwrap().is_none());
+    let bad = channels.attach(Some(&json!({EXTENSION: {"lease": lease}})), Some(&facts("call-1")), "file.fetch");
+    assert!(bad.err().unwrap().contains("must be {v:1, lease}"));
+    let first = attach(&channels, &lease, "call-1", "file.fetch").unwrap();
+    assert!(first.is_some());
+    let twice = attach(&channels, &lease, "call-1", "file.fetch").err().unwrap();
+    assert!(twice.contains("attached already"), "{twice}");
+    assert_eq!(channels.open_count(), 0, "a refused attach closes that channel");
+
+    let lease = open(&channels, "file.fetch", "call-2").unwrap();
+    let other_id = attach(&channels, &lease, "call-3", "file.fetch").err().unwrap();
+    assert!(other_id.contains("not the requestId"), "{other_id}");
+    let lease = open(&channels, "file.fetch", "call-4").unwrap();
+    let other_command = attach(&channels, &lease, "call-4", "file.create").err().unwrap();
+    assert!(other_command.contains("opened for file.fetch, not file.create"), "{other_command}");
+    // Numbers match as JSON-RPC ids do: 1e2 is 100, "100" is not.
+    let answer = channels.open(Some(json!({"v": 1, "command": "file.fetch", "requestId": 100})), GEN).unwrap();
+    let meta = json!({EXTENSION: {"v": 1, "lease": answer["lease"]}});
+    let string_id = RequestFacts { id: RequestId::string("100"), auth_generation: GEN };
+    assert!(channels.attach(Some(&meta), Some(&string_id), "file.fetch").is_err());
+}
+
+#[tokio::test]
+async fn sixteen_frames_wait_for_a_poll_and_a_lost_poll_gets_the_same_frames() {
+    let (channels, lease, duplex) = attached();
+    duplex.ready().await.unwrap();
+    // ready + 15 fragments fill the queue; the 17th frame waits for an ack.
+    let message = vec![7u8; 16 * FRAGMENT_BYTES];
+    let mut send = Box::pin(duplex.send(&message));
+    assert!(futures_util::poll!(send.as_mut()).is_pending());
+    let first = poll(&channels, &lease, 0).unwrap();
+    assert_eq!(seqs(&first), (0..16).collect::<Vec<_>>());
+    assert_eq!(first["frames"][0]["payloadJSON"], frame::ready());
+    assert_eq!(first["completed"], false);
+    // The answer was lost: the same cursor gets the same frames, and the sender still waits.
+    assert_eq!(poll(&channels, &lease, 0).unwrap(), first);
+    assert!(futures_util::poll!(send.as_mut()).is_pending());
+    // Acknowledging 5 frames lets exactly the rest of the message in.
+    let second = poll(&channels, &lease, 5).unwrap();
+    assert_eq!(seqs(&second), (5..16).collect::<Vec<_>>());
+    assert!(futures_util::poll!(send.as_mut()).is_ready());
+    let third = poll(&channels, &lease, 16).unwrap();
+    assert_eq!(seqs(&third), vec![16]);
+    let mut fragments = Vec::new();
+    for answer in [&first, &third] {
+        for frame in answer["frames"].as_array().unwrap() {
+            if let frame::Frame::Data { data, .. } = frame::parse(frame["payloadJSON"].as_str().unwrap()).unwrap() {
+                fragments.extend(data);
+            }
+        }
+    }
+    assert_eq!(fragments, message);
+    drop(send);
+    drop(duplex);
+    assert_eq!(poll(&channels, &lease, 17).unwrap()["completed"], true);
+}
+
+#[tokio::test]
+async fn an_ack_behind_the_cursor_or_past_the_frames_closes_the_transfer() {
+    let (channels, lease, duplex) = attached();
+    duplex.ready().await.unwrap();
+    duplex.send(b"x").await.unwrap();
+    poll(&channels, &lease, 1).unwrap();
+    let behind = poll(&channels, &lease, 0).unwrap_err();
+    assert!(behind.message.contains("ack 0 is outside"), "{}", behind.message);
+    assert!(duplex.send(b"y").await.is_err(), "the command sees the end");
+    let (channels, lease, _duplex) = attached();
+    let ahead = poll(&channels, &lease, 1).unwrap_err();
+    assert!(ahead.message.contains("ack 1 is outside"), "{}", ahead.message);
+    assert_eq!(channels.open_count(), 0);
+}
+
+#[tokio::test]
+async fn the_identical_previous_input_is_idempotent_anything_else_closes() {
+    let (channels, lease, duplex) = attached();
+    duplex.ready().await.unwrap();
+    let start = frame::data(0, 0, true, b"start");
+    input(&channels, &lease, 0, &start).unwrap();
+    input(&channels, &lease, 0, &start).unwrap();
+    assert_eq!(duplex.recv().await.unwrap(), b"start");
+    // Delivered once only.
+    let ack = frame::data(1, 0, true, b"ack");
+    input(&channels, &lease, 1, &ack).unwrap();
+    assert_eq!(duplex.recv().await.unwrap(), b"ack");
+
+    // A changed retry of the previous sequence closes.
+    let changed = input(&channels, &lease, 1, &frame::data(1, 0, true, b"ACK")).unwrap_err();
+    assert!(changed.message.contains("seq 1 is out of order or changed (expected 2"), "{}", changed.message);
+    assert!(duplex.recv().await.unwrap_err().0.contains("out of order"));
+
+    // A sequence skipped ahead closes too, and so does a frame out of order.
+    let (channels, lease, _duplex) = attached();
+    assert!(input(&channels, &lease, 1, &start).unwrap_err().message.contains("out of order"));
+    let (channels, lease, _duplex) = attached();
+    let wrong = input(&channels, &lease, 0, &frame::data(1, 0, true, b"x")).unwrap_err();
+    assert!(wrong.message.contains("expected message 0 fragment 0"), "{}", wrong.message);
+    assert_eq!(channels.open_count(), 0);
+}
+
+#[tokio::test]
+async fn eight_messages_wait_before_the_command_listens_not_nine() {
+    let (channels, lease, duplex) = attached();
+    let mut seq = 0;
+    for number in 0..8 {
+        seq = send_message(&channels, &lease, seq, number, b"m").unwrap();
+    }
+    let ninth = send_message(&channels, &lease, seq, 8, b"m").unwrap_err();
+    assert!(
+        ninth.message.contains("9 messages (9 bytes) would be buffered before the command listens"),
+        "{}",
+        ninth.message
+    );
+    assert!(duplex.ready().await.is_err());
+}
+
+#[tokio::test]
+async fn one_mib_waits_before_the_command_listens_unfinished_bytes_included() {
+    let (channels, lease, _duplex) = attached();
+    let seq = send_message(&channels, &lease, 0, 0, &vec![1u8; MAX_MESSAGE_BYTES]).unwrap();
+    // One more byte, even of a message not finished yet, is over 1 MiB.
+    let over = input(&channels, &lease, seq, &frame::data(1, 0, false, &[2u8; FRAGMENT_BYTES])).unwrap_err();
+    let expected = format!("2 messages ({} bytes) would be buffered before", MAX_MESSAGE_BYTES + FRAGMENT_BYTES);
+    assert!(over.message.contains(&expected), "{}", over.message);
+    assert!(over.message.contains("at most 8 messages and 1048576 bytes"), "{}", over.message);
+}
+
+#[tokio::test]
+async fn a_listening_command_may_have_two_mib_waiting_and_eight_messages() {
+    let (channels, lease, duplex) = attached();
+    duplex.ready().await.unwrap();
+    let mut seq = send_message(&channels, &lease, 0, 0, &vec![1u8; MAX_MESSAGE_BYTES]).unwrap();
+    seq = send_message(&channels, &lease, seq, 1, &vec![2u8; MAX_MESSAGE_BYTES]).unwrap();
+    let over = input(&channels, &lease, seq, &frame::data(2, 0, true, b"!")).unwrap_err();
+    assert!(
+        over.message.contains("3 messages (2097153 bytes) would be buffered waiting for the command"),
+        "{}",
+        over.message
+    );
+
+    let (channels, lease, duplex) = attached();
+    duplex.ready().await.unwrap();
+    let mut seq = 0;
+    for number in 0..8 {
+        seq = send_message(&channels, &lease, seq, number, b"m").unwrap();
+    }
+    // Taking one makes room for one more.
+    assert_eq!(duplex.recv().await.unwrap(), b"m");
+    seq = send_message(&channels, &lease, seq, 8, b"m").unwrap();
+    assert!(send_message(&channels, &lease, seq, 9, b"m").unwrap_err().message.contains("9 messages"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_timeout_frees_the_lease_and_ends_the_command() {
+    let channels = FileChannels::new();
+    let answer =
+        channels.open(Some(json!({"v": 1, "command": "file.create", "requestId": "t", "timeoutMs": 1000})), GEN);
+    let lease = answer.unwrap()["lease"].as_str().unwrap().to_owned();
+    let duplex = attach(&channels, &lease, "t", "file.create").unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(999)).await;
+    assert_eq!(channels.open_count(), 1);
+    let ended = tokio::time::timeout(Duration::from_millis(2), duplex.recv()).await.unwrap().unwrap_err();
+    assert!(ended.0.contains("timeout of 1000 ms passed"), "{ended}");
+    assert_eq!(channels.open_count(), 0);
+}
+
+#[tokio::test]
+async fn a_command_that_ends_the_channel_says_why_to_the_next_poll() {
+    let (channels, lease, duplex) = attached();
+    duplex.abort("the start message is not UTF-8");
+    let error = poll(&channels, &lease, 0).unwrap_err();
+    assert!(error.message.contains("closed: the start message is not UTF-8"), "{}", error.message);
+    assert_eq!(channels.open_count(), 0);
+}
