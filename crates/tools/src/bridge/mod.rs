@@ -167,7 +167,7 @@ pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
     if let Some(why) = &gateway_off {
         warn!(
             "clawmcp tools: serving the local tools only ({}); the gateway's tools are not served: {why}",
-            crate::LocalTool::ALL.iter().map(|tool| tool.name()).collect::<Vec<_>>().join(", ")
+            crate::local_tool_names().join(", ")
         );
     }
     let settings = Arc::new(BridgeSettings {
