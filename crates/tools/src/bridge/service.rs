@@ -1,7 +1,8 @@
-//! [`ToolsBridge`]: the `McpService` behind `clawmcp tools`. It routes each call to a local tool,
-//! to `sessions_yield`, or to the gateway, and enforces the allowlist and the `--tools` filter
-//! on both `tools/list` and `tools/call` (a client can call a name it was never shown, so
-//! filtering the list is no boundary).
+//! [`ToolsBridge`]: the `McpService` behind `clawmcp tools`. Its tools are one `ToolSet`: the
+//! local tools, `sessions_yield`, then each gateway tool as a tool that forwards its call
+//! ([`forwarding_tool`]); lists and calls both go through it, with the allowlist and the
+//! `--tools` filter applied to both `tools/list` and `tools/call` (a client can call a name it
+//! was never shown, so filtering the list is no boundary).
 //!
 //! The gateway tool list starts as the snapshot catalog and is replaced once by the live one
 //! when background discovery ends (bounded). `tools/list` waits for that (`list_ready`), within
