@@ -24,9 +24,28 @@ const MAX_SHOWN_VALUE: usize = 60;
 /// An argument's description quoted in an error is cut to this many characters.
 const MAX_SHOWN_DESCRIPTION: usize = 160;
 
+/// Who checks a tool's arguments, and how strictly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checking {
+    /// The shape, against the input schema, before the handler runs (every tool unless it says
+    /// otherwise).
+    #[default]
+    Shape,
+    /// The shape, except that a string where the schema wants a number, an integer or a boolean
+    /// passes when it reads as one (`"12"`, `" 1.5 "`, `"true"`): for a handler that takes
+    /// stringified scalars, as upstream's coding tools do because some clients stringify every
+    /// argument. A string that reads as nothing of the kind is still refused here.
+    StringifiedScalars,
+    /// Not before the handler: it checks every argument itself, in words a drop-in must keep
+    /// (`clawmcp serve`: the MCP SDK's zod messages; a gateway tool: the gateway's own), or it
+    /// reads aliases and forms its published schema cannot state.
+    Handler,
+}
+
 /// The compiled input schema of one tool.
 pub struct ArgumentCheck {
     schema: Value,
+    checking: Checking,
     /// `None` for a schema that does not compile (the tool is then called unchecked: the schema
     /// tests of each surface make sure none of ours is such).
     validator: Option<jsonschema::Validator>,
@@ -36,7 +55,13 @@ impl ArgumentCheck {
     pub fn new(schema: &Schema) -> Self {
         let schema = schema.to_value();
         let validator = jsonschema::validator_for(&schema).ok();
-        ArgumentCheck { schema, validator }
+        ArgumentCheck { schema, checking: Checking::Shape, validator }
+    }
+
+    /// `self`, checking as `checking` says ([`Checking::Handler`] checks nothing).
+    pub fn with_checking(mut self, checking: Checking) -> Self {
+        self.checking = checking;
+        self
     }
 
     /// Whether the schema compiled (what a surface's schema test asserts for every tool).
@@ -47,7 +72,9 @@ impl ArgumentCheck {
     /// `Ok` when `arguments` (the call's arguments object) have the shape the schema asks for;
     /// else the error for the caller, naming `tool` and each problem.
     pub fn check(&self, tool: &str, instance: &Value) -> Result<(), String> {
-        let Some(validator) = &self.validator else { return Ok(()) };
+        let Some(validator) = self.validator.as_ref().filter(|_| self.checking != Checking::Handler) else {
+            return Ok(());
+        };
         // Nearly every call is valid: the short-circuiting check first, the error walk only for
         // a call that has something to report.
         if validator.is_valid(instance) {
@@ -87,6 +114,10 @@ impl ArgumentCheck {
                 if value.is_some_and(Value::is_null) && self.is_optional_argument(&path) {
                     // `"maxWidth": null` is how many clients write "not given"; handlers read it
                     // so, as upstream does.
+                    return None;
+                }
+                if self.checking == Checking::StringifiedScalars && value.is_some_and(|v| reads_as(v, schema)) {
+                    // The handler parses it, as upstream's does.
                     return None;
                 }
                 let got = value.map_or_else(|| "nothing".to_owned(), shown);
@@ -131,6 +162,20 @@ impl ArgumentCheck {
         let required = self.schema.get("required").and_then(Value::as_array);
         !required.is_some_and(|required| required.iter().any(|r| r.as_str() == Some(name)))
     }
+}
+
+/// Whether `value` is a string that reads as a number, an integer or a boolean `schema` asks for.
+fn reads_as(value: &Value, schema: &Value) -> bool {
+    let Some(text) = value.as_str().map(str::trim) else { return false };
+    let wants = |kind: &str| match schema.get("type") {
+        Some(Value::String(one)) => one == kind,
+        Some(Value::Array(many)) => many.iter().any(|one| one == kind),
+        _ => false,
+    };
+    let number = text.parse::<f64>().ok().filter(|number| number.is_finite());
+    (wants("number") && number.is_some())
+        || (wants("integer") && number.is_some_and(|number| number.fract() == 0.0))
+        || (wants("boolean") && matches!(text, "true" | "false"))
 }
 
 #[derive(Debug, Clone)]
@@ -292,6 +337,32 @@ mod tests {
         assert!(error.contains("`bins` must be an array of strings, not null"), "{error}");
         let error = check(which_schema(), json!({"bins": [null]})).unwrap_err();
         assert!(error.contains("`bins[0]` must be a string, not null"), "{error}");
+    }
+
+    #[test]
+    fn stringified_scalars_pass_only_when_the_tool_takes_them_and_they_read_as_the_type() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"limit": {"type": "number"}, "count": {"type": "integer"}, "all": {"type": "boolean"},
+                           "name": {"type": "string"}}
+        });
+        let lenient = |arguments: Value| {
+            ArgumentCheck::new(&Schema::new(&schema))
+                .with_checking(Checking::StringifiedScalars)
+                .check("demo.tool", &arguments)
+        };
+        assert_eq!(lenient(json!({"limit": "12", "count": " 3 ", "all": "true"})), Ok(()));
+        assert_eq!(lenient(json!({"limit": "1.5", "all": "false"})), Ok(()));
+        let error = lenient(json!({"limit": "twelve"})).unwrap_err();
+        assert!(error.contains("`limit` must be a number, not \"twelve\""), "{error}");
+        assert!(lenient(json!({"count": "1.5"})).unwrap_err().contains("`count` must be an integer"));
+        assert!(lenient(json!({"all": "yes"})).unwrap_err().contains("`all` must be a boolean"));
+        assert!(lenient(json!({"limit": "NaN"})).is_err(), "not a finite number");
+        assert!(lenient(json!({"name": 5})).unwrap_err().contains("`name` must be a string, not 5"), "only strings");
+        // The default is strict, and the handler's own checking checks nothing here.
+        assert!(check(schema.clone(), json!({"limit": "12"})).is_err());
+        let handler = ArgumentCheck::new(&Schema::new(&schema)).with_checking(Checking::Handler);
+        assert_eq!(handler.check("demo.tool", &json!({"limit": [], "name": {}})), Ok(()));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub mod types;
 pub mod version;
 pub mod wire_size;
 
+pub use arguments::Checking;
 pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use params::ParamsError;

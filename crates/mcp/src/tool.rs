@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::arguments::ArgumentCheck;
+use crate::arguments::{ArgumentCheck, Checking};
 use crate::tool_filter::ToolFilter;
 use crate::types::{CallContext, Content, Tool, ToolResult};
 
@@ -38,6 +38,12 @@ pub struct ToolOutput {
     /// so, and a gateway agent reads them there. Over MCP the answer is then an `isError` result
     /// with this text, so a model cannot mistake it for data; the gateway still gets the payload.
     pub mcp_error: Option<String>,
+    /// The MCP answer itself, when the tool produces it in MCP's form: `clawmcp serve`'s upstream
+    /// pairs of a summary text and `structuredContent` (with no output schema, as upstream), a
+    /// gateway tool's forwarded result (its own blocks, its own `isError`), the local coding
+    /// tools' text and image blocks. Rendered as it is, so such a surface keeps its bytes; the
+    /// gateway payload and events are unaffected.
+    pub mcp: Option<ToolResult>,
 }
 
 /// One node event for the gateway: its name and payload.
@@ -81,6 +87,11 @@ impl ToolOutput {
     /// an `isError` result saying `message` over MCP.
     pub fn in_band_failure(message: impl Into<String>, payload: Value) -> Self {
         ToolOutput { payload: Some(payload), mcp_error: Some(message.into()), ..ToolOutput::default() }
+    }
+
+    /// An answer already in MCP's form (see [`ToolOutput::mcp`]).
+    pub fn mcp(result: ToolResult) -> Self {
+        ToolOutput { mcp: Some(result), ..ToolOutput::default() }
     }
 
     /// The gateway's `payloadJSON`: its own payload, else the JSON answer, else `null`.
@@ -149,11 +160,26 @@ pub mod codes {
 /// A handler's answer.
 pub type ToolOutcome = Result<ToolOutput, ToolFailure>;
 
+/// An MCP result as a handler's answer, rendered back byte for byte by [`render`]: a tool error
+/// made of one non-empty text is a [`ToolFailure`] (what it is), anything else an answer in MCP's
+/// form ([`ToolOutput::mcp`]: an error with images or several blocks, as a gateway tool may send).
+impl From<ToolResult> for ToolOutcome {
+    fn from(result: ToolResult) -> Self {
+        match result.content.as_slice() {
+            [Content::Text { text }] if result.is_error && !text.is_empty() && result.structured_content.is_none() => {
+                Err(ToolFailure::new(text.clone()))
+            }
+            _ => Ok(ToolOutput::mcp(result)),
+        }
+    }
+}
+
 /// The MCP result of an answer: the JSON as a compact text block (always there, so clients of
 /// every revision can read it), then the content blocks; `structuredContent` when the tool
 /// declares an output schema (the revision filter drops it for clients before 2025-06-18).
 pub fn render(outcome: ToolOutcome, structured: bool) -> ToolResult {
     match outcome {
+        Ok(ToolOutput { mcp: Some(result), .. }) => result,
         Ok(ToolOutput { mcp_error: Some(message), .. }) => ToolResult::error(message),
         Ok(ToolOutput { payload, blocks, .. }) => {
             let mut content = Vec::with_capacity(blocks.len() + 1);
@@ -189,6 +215,8 @@ pub struct ToolDef<I> {
     available: Option<Arc<Availability>>,
     /// Served to local MCP clients only, never to a remote transport (the gateway).
     local_only: bool,
+    /// How [`ToolDef::call_mcp`] checks a call's arguments before the handler runs.
+    checking: Checking,
     /// The input schema, compiled at the first call that needs it.
     arguments: Arc<OnceLock<ArgumentCheck>>,
 }
@@ -211,6 +239,7 @@ impl<I> Clone for ToolDef<I> {
             handler: self.handler.clone(),
             available: self.available.clone(),
             local_only: self.local_only,
+            checking: self.checking,
             arguments: self.arguments.clone(),
         }
     }
@@ -232,8 +261,22 @@ impl<I: 'static> ToolDef<I> {
             handler: Arc::new(handler),
             available: None,
             local_only: false,
+            checking: Checking::Shape,
             arguments: Arc::default(),
         }
+    }
+
+    /// `self`, with its arguments checked the way `checking` says (by default
+    /// [`Checking::Shape`]: against the input schema's shape).
+    pub fn with_checking(mut self, checking: Checking) -> Self {
+        self.checking = checking;
+        // Compiled anew for this mode (a clone shares its original's compiled check).
+        self.arguments = Arc::default();
+        self
+    }
+
+    pub fn checking(&self) -> Checking {
+        self.checking
     }
 
     /// `self`, served to local MCP clients only: a remote transport neither declares nor runs it
@@ -285,7 +328,7 @@ impl<I: 'static> ToolDef<I> {
 
     /// The tool's input schema, compiled (once).
     pub fn argument_check(&self) -> &ArgumentCheck {
-        self.arguments.get_or_init(|| ArgumentCheck::new(&self.tool.input_schema))
+        self.arguments.get_or_init(|| ArgumentCheck::new(&self.tool.input_schema).with_checking(self.checking))
     }
 }
 
@@ -294,6 +337,9 @@ impl<I: CallArguments + 'static> ToolDef<I> {
     /// runs the handler and renders its answer for MCP. A call of the wrong shape is a tool
     /// error naming each problem; the handler does not run.
     pub async fn call_mcp(&self, mut input: I, ctx: CallContext) -> ToolResult {
+        if self.checking == Checking::Handler {
+            return render(self.call(input, ctx).await, self.tool.output_schema.is_some());
+        }
         // Moved into a `Value` for the check and back, not cloned: arguments can be 16 MiB
         // (`file.write`'s content).
         let instance = Value::Object(std::mem::take(input.arguments_mut()));
@@ -553,6 +599,47 @@ mod tests {
         let rendered = render(Err(failure), true);
         assert_eq!((rendered.is_error, rendered.first_text()), (true, Some("not allowed")));
         assert_eq!(render(Err("".into()), false).first_text(), Some("tool execution failed"));
+    }
+
+    #[test]
+    fn an_mcp_result_round_trips_through_a_handler_byte_for_byte() {
+        let image = Content::Image { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() };
+        let results = [
+            ToolResult::text("plain"),
+            ToolResult::error("one message"),
+            ToolResult { structured_content: Some(json!({"events": []})), ..ToolResult::text("events: 0") },
+            ToolResult {
+                content: vec![Content::Text { text: "failed".into() }, image.clone()],
+                ..ToolResult::error("")
+            },
+            ToolResult::error(""),
+            ToolResult { content: Vec::new(), structured_content: None, is_error: false },
+        ];
+        for result in results {
+            let outcome = ToolOutcome::from(result.clone());
+            assert_eq!(render(outcome.clone(), false), result, "{outcome:?}");
+            assert_eq!(render(outcome, true), result, "the output schema changes nothing of an MCP answer");
+        }
+        assert_eq!(ToolOutcome::from(ToolResult::error("no")), Err(ToolFailure::new("no")), "a failure is one");
+    }
+
+    #[tokio::test]
+    async fn a_tool_that_checks_its_own_arguments_gets_them_unchecked() {
+        let strict = Tool {
+            input_schema: json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}).into(),
+            ..tool("own", None)
+        };
+        let def = ToolDef::new(strict, |args: Map<String, Value>, _ctx| {
+            async move { Ok(Value::Object(args).into()) }.boxed()
+        });
+        let refused = def.call_mcp(args(json!({"n": "x"})), CallContext::detached()).await;
+        assert!(refused.is_error && refused.first_text().unwrap().starts_with("Invalid arguments for own: `n`"));
+        let lenient = def.clone().with_checking(Checking::StringifiedScalars);
+        let ran = lenient.call_mcp(args(json!({"n": "12"})), CallContext::detached()).await;
+        assert_eq!((ran.is_error, ran.first_text()), (false, Some(r#"{"n":"12"}"#)));
+        let own = def.with_checking(Checking::Handler);
+        let ran = own.call_mcp(args(json!({"x": []})), CallContext::detached()).await;
+        assert_eq!((ran.is_error, ran.first_text()), (false, Some(r#"{"x":[]}"#)), "the handler decides");
     }
 
     #[test]

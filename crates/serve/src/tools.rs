@@ -17,12 +17,16 @@
 //! `messages_send` reaches people outside (a new message per call), and that
 //! `permissions_respond` can let a pending command run.
 
+use std::sync::Arc;
+
 use clawmcp_gateway::{GatewayClient, GatewayError};
-use clawmcp_mcp::{CallContext, Content, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{Checking, Content, Tool, ToolAnnotations, ToolDef, ToolOutcome, ToolResult, ToolSet};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{Args, unknown_tool_message};
+use crate::args::Args;
 use crate::attachments;
 use crate::bridge::Bridge;
 use crate::conversation::to_conversation;
@@ -51,8 +55,46 @@ const SENDS: ToolAnnotations =
 const DECIDES: ToolAnnotations =
     ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: true };
 
+/// What runs one tool: the bridge, the call's arguments (read and checked by the tool itself, in
+/// zod's words), the call's cancellation.
+type Run = for<'a> fn(&'a Bridge, Args<'a>, &'a CancellationToken) -> BoxFuture<'a, Outcome>;
+
+/// One tool: its descriptor and what runs it.
+fn def(tool: Tool, run: Run) -> (Tool, Run) {
+    (tool, run)
+}
+
+/// The nine tools, in upstream order, as one [`ToolSet`] bound to `bridge`: what `tools/list`
+/// shows and what `tools/call` runs.
+pub(crate) fn tool_set(bridge: &Arc<Bridge>) -> ToolSet<Map<String, Value>> {
+    ToolSet::new(definitions().into_iter().map(|(tool, run)| serve_tool(tool, run, bridge.clone())))
+}
+
+/// A tool of `serve` as a [`ToolDef`]. Its arguments are not checked against the schema before
+/// it runs (`Checking::Handler`): each tool checks them as upstream's MCP SDK does, with zod's
+/// wording (`args`), which a drop-in must answer byte for byte. Its answer is an MCP result
+/// already (a summary text and `structuredContent`, as upstream), passed through unchanged.
+fn serve_tool(tool: Tool, run: Run, bridge: Arc<Bridge>) -> ToolDef<Map<String, Value>> {
+    let name: Arc<str> = tool.name.as_str().into();
+    ToolDef::new(tool, move |arguments, ctx| {
+        let (bridge, name) = (bridge.clone(), name.clone());
+        async move {
+            let outcome = run(&bridge, Args::new(&name, &arguments), &ctx.cancel).await;
+            ToolOutcome::from(outcome.unwrap_or_else(ToolResult::error))
+        }
+        .boxed()
+    })
+    .with_checking(Checking::Handler)
+}
+
 /// The `tools/list` entries, in upstream order.
+#[cfg(test)]
 pub(crate) fn descriptors() -> Vec<Tool> {
+    definitions().into_iter().map(|(tool, _)| tool).collect()
+}
+
+/// Every tool with what runs it, in upstream order.
+fn definitions() -> Vec<(Tool, Run)> {
     let schema = |properties: Value, required: &[&str]| {
         let mut schema =
             json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": properties});
@@ -74,95 +116,106 @@ pub(crate) fn descriptors() -> Vec<Tool> {
         annotations: Some(annotations),
     };
     vec![
-        tool(
-            "conversations_list",
-            "List OpenClaw channel-backed conversations available through session routes.",
-            schema(
-                json!({"limit": int(1, CONVERSATIONS_LIST_LIMIT), "search": string(), "channel": string(),
+        def(
+            tool(
+                "conversations_list",
+                "List OpenClaw channel-backed conversations available through session routes.",
+                schema(
+                    json!({"limit": int(1, CONVERSATIONS_LIST_LIMIT), "search": string(), "channel": string(),
                        "includeDerivedTitles": {"type": "boolean"}, "includeLastMessage": {"type": "boolean"}}),
-                &[],
+                    &[],
+                ),
+                READS,
             ),
-            READS,
+            |bridge, args, cancel| conversations_list(bridge, args, cancel).boxed(),
         ),
-        tool(
-            "conversation_get",
-            "Get one OpenClaw conversation by session key.",
-            schema(json!({"session_key": non_empty()}), &["session_key"]),
-            READS,
-        ),
-        tool(
-            "messages_read",
-            "Read recent messages for one OpenClaw conversation.",
-            schema(json!({"session_key": non_empty(), "limit": int(1, MESSAGES_READ_LIMIT)}), &["session_key"]),
-            READS,
-        ),
-        tool(
-            "attachments_fetch",
-            "List non-text attachments for a message in one OpenClaw conversation.",
-            schema(
-                json!({"session_key": non_empty(), "message_id": non_empty(), "limit": int(1, MESSAGES_READ_LIMIT)}),
-                &["session_key", "message_id"],
+        def(
+            tool(
+                "conversation_get",
+                "Get one OpenClaw conversation by session key.",
+                schema(json!({"session_key": non_empty()}), &["session_key"]),
+                READS,
             ),
-            READS,
+            |bridge, args, cancel| conversation_get(bridge, args, cancel).boxed(),
         ),
-        tool(
-            "events_poll",
-            "Poll queued OpenClaw conversation events since a cursor.",
-            schema(json!({"after_cursor": cursor(), "session_key": string(), "limit": int(1, EVENTS_POLL_LIMIT)}), &[]),
-            READS,
+        def(
+            tool(
+                "messages_read",
+                "Read recent messages for one OpenClaw conversation.",
+                schema(json!({"session_key": non_empty(), "limit": int(1, MESSAGES_READ_LIMIT)}), &["session_key"]),
+                READS,
+            ),
+            |bridge, args, cancel| messages_read(bridge, args, cancel).boxed(),
         ),
-        tool(
-            "events_wait",
-            "Wait for the next queued OpenClaw conversation event.",
-            schema(
-                json!({"after_cursor": cursor(), "session_key": string(),
+        def(
+            tool(
+                "attachments_fetch",
+                "List non-text attachments for a message in one OpenClaw conversation.",
+                schema(
+                    json!({"session_key": non_empty(), "message_id": non_empty(), "limit": int(1, MESSAGES_READ_LIMIT)}),
+                    &["session_key", "message_id"],
+                ),
+                READS,
+            ),
+            |bridge, args, cancel| attachments_fetch(bridge, args, cancel).boxed(),
+        ),
+        def(
+            tool(
+                "events_poll",
+                "Poll queued OpenClaw conversation events since a cursor.",
+                schema(
+                    json!({"after_cursor": cursor(), "session_key": string(), "limit": int(1, EVENTS_POLL_LIMIT)}),
+                    &[],
+                ),
+                READS,
+            ),
+            |bridge, args, _| std::future::ready(events_poll(bridge, args)).boxed(),
+        ),
+        def(
+            tool(
+                "events_wait",
+                "Wait for the next queued OpenClaw conversation event.",
+                schema(
+                    json!({"after_cursor": cursor(), "session_key": string(),
                        "timeout_ms": int(1, EVENTS_WAIT_TIMEOUT_LIMIT.as_millis() as u64)}),
-                &[],
+                    &[],
+                ),
+                READS,
             ),
-            READS,
+            |bridge, args, cancel| events_wait(bridge, args, cancel).boxed(),
         ),
-        tool(
-            "messages_send",
-            "Send a message back through the same OpenClaw conversation route.",
-            schema(json!({"session_key": non_empty(), "text": non_empty()}), &["session_key", "text"]),
-            SENDS,
+        def(
+            tool(
+                "messages_send",
+                "Send a message back through the same OpenClaw conversation route.",
+                schema(json!({"session_key": non_empty(), "text": non_empty()}), &["session_key", "text"]),
+                SENDS,
+            ),
+            |bridge, args, cancel| messages_send(bridge, args, cancel).boxed(),
         ),
-        tool(
-            "permissions_list_open",
-            "List open OpenClaw exec or plugin approval requests visible through the Gateway.",
-            schema(json!({}), &[]),
-            READS,
+        def(
+            tool(
+                "permissions_list_open",
+                "List open OpenClaw exec or plugin approval requests visible through the Gateway.",
+                schema(json!({}), &[]),
+                READS,
+            ),
+            |bridge, args, _| std::future::ready(permissions_list_open(bridge, args)).boxed(),
         ),
-        tool(
-            "permissions_respond",
-            "Allow or deny one pending OpenClaw exec or plugin approval request.",
-            schema(
-                json!({"kind": {"type": "string", "enum": APPROVAL_KINDS}, "id": non_empty(),
+        def(
+            tool(
+                "permissions_respond",
+                "Allow or deny one pending OpenClaw exec or plugin approval request.",
+                schema(
+                    json!({"kind": {"type": "string", "enum": APPROVAL_KINDS}, "id": non_empty(),
                        "decision": {"type": "string", "enum": APPROVAL_DECISIONS}}),
-                &["kind", "id", "decision"],
+                    &["kind", "id", "decision"],
+                ),
+                DECIDES,
             ),
-            DECIDES,
+            |bridge, args, cancel| permissions_respond(bridge, args, cancel).boxed(),
         ),
     ]
-}
-
-/// Runs one tool; every failure is a tool error.
-pub(crate) async fn call(bridge: &Bridge, name: &str, arguments: &Map<String, Value>, ctx: &CallContext) -> ToolResult {
-    let args = Args::new(name, arguments);
-    let cancel = &ctx.cancel;
-    let outcome = match name {
-        "conversations_list" => conversations_list(bridge, args, cancel).await,
-        "conversation_get" => conversation_get(bridge, args, cancel).await,
-        "messages_read" => messages_read(bridge, args, cancel).await,
-        "attachments_fetch" => attachments_fetch(bridge, args, cancel).await,
-        "events_poll" => events_poll(bridge, args),
-        "events_wait" => events_wait(bridge, args, cancel).await,
-        "messages_send" => messages_send(bridge, args, cancel).await,
-        "permissions_list_open" => Ok(permissions_list_open(bridge)),
-        "permissions_respond" => permissions_respond(bridge, args, cancel).await,
-        _ => Err(unknown_tool_message(name)),
-    };
-    outcome.unwrap_or_else(ToolResult::error)
 }
 
 type Outcome = Result<ToolResult, String>;
@@ -371,9 +424,11 @@ async fn messages_send(bridge: &Bridge, mut args: Args<'_>, cancel: &Cancellatio
     Ok(success("sent".to_owned(), json!({"result": result})))
 }
 
-fn permissions_list_open(bridge: &Bridge) -> ToolResult {
+fn permissions_list_open(bridge: &Bridge, args: Args<'_>) -> Outcome {
+    // No arguments; any sent are ignored, as zod's object strips them.
+    args.finish()?;
     let approvals = bridge.open_approvals();
-    success(format!("approvals: {}", approvals.len()), json!({"approvals": approvals}))
+    Ok(success(format!("approvals: {}", approvals.len()), json!({"approvals": approvals})))
 }
 
 async fn permissions_respond(bridge: &Bridge, mut args: Args<'_>, cancel: &CancellationToken) -> Outcome {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use clawmcp_fs::{Symlinks, open_regular, read_bounded};
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
 use similar::TextDiff;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +27,7 @@ use crate::atomic::{self, Basis};
 use crate::fs_error;
 use crate::text::format_size;
 use crate::workspace::{TargetPath, Workspace};
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "edit";
 
@@ -49,6 +50,14 @@ const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
 /// Changes a file in place; repeating the same edit fails (the old text is gone).
 const ANNOTATIONS: ToolAnnotations =
     ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: false, open_world_hint: false };
+
+/// The `edit` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Numbers and booleans may come as strings; the parser reads them (see the crate docs).
+    crate::local_tool(descriptor(), Checking::StringifiedScalars, context, |context, arguments, ctx| async move {
+        run(&context.workspace, &arguments, &ctx).await
+    })
+}
 
 pub(crate) fn descriptor() -> Tool {
     let path = json!({"type": "string", "description": "Path to the file to edit (relative or absolute)"});

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolAnnotations, ToolResult};
 use clawmcp_process::{Job, JobEnding, JobOptions, Launch, ProcessError};
 use serde_json::{Map, Value, json};
 
@@ -25,6 +25,7 @@ use crate::args::{ArgError, Args, Param};
 use crate::jobs::{JobEntry, JobLimits, JobMeta, JobRegistry, describe_exit};
 use crate::text::format_size;
 use crate::workspace::Workspace;
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "exec";
 
@@ -50,6 +51,15 @@ const POSIX_SHELLS: [&str; 8] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "as
 
 /// The text telling a caller where a running command went.
 pub(crate) const FOLLOW_UP: &str = "Use process (list/poll/log/write/kill/clear/remove) for follow-up.";
+
+/// The `exec` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Its parser reads `cmd` for `command` too (the upstream bridge's name), which the published
+    // schema's `required` cannot say: the parser checks every argument itself.
+    crate::local_tool(descriptor(), Checking::Handler, context, |context, arguments, ctx| async move {
+        run(&context.workspace, context.jobs.as_deref(), &arguments, &ctx).await
+    })
+}
 
 pub(crate) fn descriptor() -> Tool {
     let limits = JobLimits::DEFAULT;

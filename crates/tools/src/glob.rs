@@ -18,7 +18,7 @@ use std::fs;
 use std::io;
 use std::time::SystemTime;
 
-use clawmcp_mcp::{CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CallContext, Checking, Tool, ToolAnnotations, ToolResult};
 use globset::{GlobBuilder, GlobSetBuilder};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -27,6 +27,7 @@ use crate::args::{Args, Param};
 use crate::fs_error;
 use crate::walk::{self, ALWAYS_SKIPPED_DIRS, Problems};
 use crate::workspace::{TargetPath, Workspace, slash_path};
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "glob";
 
@@ -35,6 +36,14 @@ const PATH: Param = Param::with_legacy(&["path", "cwd"], 1);
 
 /// Files listed per call.
 pub(crate) const MAX_RESULTS: usize = 1000;
+
+/// The `glob` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Numbers and booleans may come as strings; the parser reads them (see the crate docs).
+    crate::local_tool(descriptor(), Checking::StringifiedScalars, context, |context, arguments, ctx| async move {
+        run(&context.workspace, &arguments, &ctx).await
+    })
+}
 
 pub(crate) fn descriptor() -> Tool {
     Tool {

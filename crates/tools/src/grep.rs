@@ -21,7 +21,7 @@ use std::fs;
 use std::io;
 
 use clawmcp_fs::{Symlinks, not_regular_kind, open_regular};
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolAnnotations, ToolResult};
 use grep_matcher::LineTerminator;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -36,6 +36,7 @@ use crate::fs_error;
 use crate::text::{display_line, format_size, strip_line_terminator};
 use crate::walk::{self, ALWAYS_SKIPPED_DIRS, Problems};
 use crate::workspace::{TargetPath, Workspace};
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "grep";
 
@@ -132,6 +133,14 @@ impl OutputMode {
             OutputMode::FilesWithMatches | OutputMode::Count => "files",
         }
     }
+}
+
+/// The `grep` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Numbers and booleans may come as strings; the parser reads them (see the crate docs).
+    crate::local_tool(descriptor(), Checking::StringifiedScalars, context, |context, arguments, ctx| async move {
+        run(&context.workspace, &arguments, &ctx).await
+    })
 }
 
 pub(crate) fn descriptor() -> Tool {

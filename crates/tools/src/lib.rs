@@ -16,10 +16,24 @@
 //!
 //! # Layout
 //!
-//! - [`LocalTool`]: the registry; one variant per tool, each tool one module exposing its
-//!   descriptor and `run`.
-//! - [`LocalTools`]: what a server holds: the workspace and the [`JobRegistry`] of background
-//!   jobs `exec` hands to `process`. Dropping it kills every job still running.
+//! - `LOCAL_TOOLS`: the registry, one constructor per tool; each tool is one module building its
+//!   own [`BridgeTool`] (a `clawmcp_mcp::ToolDef`: descriptor and handler in one value) around
+//!   what its handler needs. Listing, dispatch and `--tools` filtering derive from the
+//!   resulting `ToolSet`, as on the node.
+//! - [`LocalTools`]: what a server holds: the workspace, the [`JobRegistry`] of background
+//!   jobs `exec` hands to `process`, and the tools bound to both. Dropping it kills every job
+//!   still running.
+//!
+//! # Arguments
+//!
+//! A call's arguments are checked against the tool's input schema before its handler runs
+//! (`clawmcp_mcp::arguments`), as on every surface. The schemas of `read`, `write`, `edit`,
+//! `process` (OpenClaw's), `glob` and `grep` are published as they are, and their parsers
+//! (`args`) take more than those schemas say in one way: a number or a boolean sent as a string
+//! (`"limit": "10"`), which some clients do for every argument. Those tools are checked with
+//! `Checking::StringifiedScalars`, so the check refuses nothing their parsers (and upstream's)
+//! accept. `exec` is left to its own parser (`Checking::Handler`): it also reads `cmd` for the
+//! required `command` (the upstream bridge's name), which its published schema cannot say.
 //! - `workspace`: path resolution; `args`: aliased arguments; `fs_error`: I/O error wording;
 //!   `atomic`: atomic replace with conflict detection; `path_lock`: one writer per file in this
 //!   process; `text`: lossy lines; `walk` and `ignore_files`: the ignore-aware walk glob and
@@ -46,137 +60,121 @@ mod walk;
 mod workspace;
 mod write;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolResult};
+use std::future::Future;
+use std::sync::{Arc, LazyLock};
+
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolDef, ToolOutcome, ToolResult, ToolSet};
+use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 pub use jobs::JobRegistry;
 pub use workspace::Workspace;
 
-/// One local tool. The order of [`LocalTool::ALL`] is the advertised order (the upstream
-/// bridge's: read, write, edit, exec, glob, grep, process).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LocalTool {
-    Read,
-    Write,
-    Edit,
-    Exec,
-    Glob,
-    Grep,
-    Process,
+/// What a tool of `clawmcp tools` is called with: its MCP arguments.
+pub type Arguments = Map<String, Value>;
+
+/// One tool of `clawmcp tools` (local, `sessions_yield` or forwarded to the gateway): its
+/// descriptor and its handler in one value (`clawmcp_mcp::tool`).
+pub type BridgeTool = ToolDef<Arguments>;
+
+/// What the local tools' handlers work with, captured by each when it is built: the workspace,
+/// and the background jobs `exec` starts and `process` manages (none for a one-off caller:
+/// `exec` then runs in the foreground only and `process` finds no sessions).
+#[derive(Debug, Clone)]
+pub(crate) struct ToolContext {
+    workspace: Arc<Workspace>,
+    jobs: Option<Arc<JobRegistry>>,
 }
 
-impl LocalTool {
-    pub const ALL: [LocalTool; 7] = [
-        LocalTool::Read,
-        LocalTool::Write,
-        LocalTool::Edit,
-        LocalTool::Exec,
-        LocalTool::Glob,
-        LocalTool::Grep,
-        LocalTool::Process,
-    ];
+/// Every local tool, in advertised order (the upstream bridge's: read, write, edit, exec, glob,
+/// grep, process): each module builds its own [`BridgeTool`] around a [`ToolContext`]. This is
+/// the one list; names, descriptors, dispatch and filtering derive from it.
+const LOCAL_TOOLS: [fn(&ToolContext) -> BridgeTool; 7] =
+    [read::tool, write::tool, edit::tool, exec::tool, glob::tool, grep::tool, process::tool];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            LocalTool::Read => read::NAME,
-            LocalTool::Write => write::NAME,
-            LocalTool::Edit => edit::NAME,
-            LocalTool::Exec => exec::NAME,
-            LocalTool::Glob => glob::NAME,
-            LocalTool::Grep => grep::NAME,
-            LocalTool::Process => process::NAME,
-        }
-    }
+fn local_tool_set(context: &ToolContext) -> ToolSet<Arguments> {
+    ToolSet::new(LOCAL_TOOLS.iter().map(|tool| tool(context)))
+}
 
-    pub fn from_name(name: &str) -> Option<LocalTool> {
-        LocalTool::ALL.into_iter().find(|tool| tool.name() == name)
-    }
+/// The descriptors of every local tool, in advertised order.
+pub fn local_tools() -> Vec<Tool> {
+    let context = ToolContext { workspace: Arc::new(Workspace::new(std::env::temp_dir())), jobs: None };
+    LOCAL_TOOLS.iter().map(|tool| tool(&context).tool().clone()).collect()
+}
 
-    /// The `tools/list` entry: name, description, JSON Schema, annotations.
-    pub fn descriptor(self) -> Tool {
-        match self {
-            LocalTool::Read => read::descriptor(),
-            LocalTool::Write => write::descriptor(),
-            LocalTool::Edit => edit::descriptor(),
-            LocalTool::Exec => exec::descriptor(),
-            LocalTool::Glob => glob::descriptor(),
-            LocalTool::Grep => grep::descriptor(),
-            LocalTool::Process => process::descriptor(),
-        }
-    }
+/// The names of the local tools, in advertised order.
+pub fn local_tool_names() -> &'static [String] {
+    static NAMES: LazyLock<Vec<String>> = LazyLock::new(|| local_tools().into_iter().map(|tool| tool.name).collect());
+    &NAMES
+}
 
-    /// Runs the tool. Every failure is a `ToolResult::error` saying what, why and what to do.
-    /// The file work runs on tokio's blocking pool and polls `ctx.cancel` as it goes;
-    /// `write`/`edit` check it only before they commit, so "cancelled" never hides a write.
-    /// `exec` and `process` keep background jobs in `jobs`; without one, `exec` runs in the
-    /// foreground only.
-    pub async fn run(
-        self,
-        workspace: &Workspace,
-        jobs: Option<&JobRegistry>,
-        args: &Map<String, Value>,
-        ctx: &CallContext,
-    ) -> ToolResult {
-        match self {
-            LocalTool::Read => read::run(workspace, args, ctx).await,
-            LocalTool::Write => write::run(workspace, args, ctx).await,
-            LocalTool::Edit => edit::run(workspace, args, ctx).await,
-            LocalTool::Exec => exec::run(workspace, jobs, args, ctx).await,
-            LocalTool::Glob => glob::run(workspace, args, ctx).await,
-            LocalTool::Grep => grep::run(workspace, args, ctx).await,
-            LocalTool::Process => process::run(jobs, args, ctx).await,
-        }
-    }
+/// A local tool's [`BridgeTool`]: `descriptor`, and `run` called with the context and the
+/// call's arguments (checked as `checking` says first). `run` answers with an MCP result, which
+/// is what these tools build; it reaches the client unchanged.
+fn local_tool<F, Fut>(descriptor: Tool, checking: Checking, context: &ToolContext, run: F) -> BridgeTool
+where
+    F: Fn(ToolContext, Arguments, CallContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    let context = context.clone();
+    ToolDef::new(descriptor, move |arguments, ctx| run(context.clone(), arguments, ctx).map(ToolOutcome::from).boxed())
+        .with_checking(checking)
 }
 
 /// The local tools of one server: the workspace they work in and the background jobs `exec`
-/// started. Dropping it SIGKILLs every job still running, with everything it started, so no child
-/// outlives the server; [`LocalTools::shutdown`] stops them gracefully first.
-#[derive(Debug)]
+/// started. Dropping it (and the calls still running) SIGKILLs every job still running, with
+/// everything it started, so no child outlives the server; [`LocalTools::shutdown`] stops them
+/// gracefully first.
 pub struct LocalTools {
-    workspace: Workspace,
-    jobs: JobRegistry,
+    context: ToolContext,
+    tools: ToolSet<Arguments>,
+}
+
+impl std::fmt::Debug for LocalTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalTools").field("context", &self.context).finish_non_exhaustive()
+    }
 }
 
 impl LocalTools {
     pub fn new(workspace: Workspace) -> Self {
-        LocalTools { workspace, jobs: JobRegistry::new() }
+        let context = ToolContext { workspace: Arc::new(workspace), jobs: Some(Arc::new(JobRegistry::new())) };
+        LocalTools { tools: local_tool_set(&context), context }
     }
 
     pub fn workspace(&self) -> &Workspace {
-        &self.workspace
+        &self.context.workspace
     }
 
-    /// Runs `name` if it is a local tool; `None` means "not mine" (forward it to the gateway).
-    pub async fn call(&self, name: &str, args: &Map<String, Value>, ctx: &CallContext) -> Option<ToolResult> {
-        let tool = LocalTool::from_name(name)?;
-        Some(tool.run(&self.workspace, Some(&self.jobs), args, ctx).await)
+    /// The local tools, each bound to this server's workspace and jobs.
+    pub fn tools(&self) -> &ToolSet<Arguments> {
+        &self.tools
+    }
+
+    /// Runs `name` if it is a local tool (arguments checked first); `None` means "not mine".
+    pub async fn call(&self, name: &str, args: &Arguments, ctx: &CallContext) -> Option<ToolResult> {
+        let tool = self.tools.find(name)?;
+        Some(tool.call_mcp(args.clone(), ctx.clone()).await)
     }
 
     /// Stops every background job (SIGTERM, grace, SIGKILL, whole process trees) and waits
     /// until all are gone: for a server about to exit.
     pub async fn shutdown(&self) {
-        self.jobs.shutdown().await;
+        if let Some(jobs) = &self.context.jobs {
+            jobs.shutdown().await;
+        }
     }
 }
 
-/// The descriptors of every local tool, in advertised order.
-pub fn local_tools() -> Vec<Tool> {
-    LocalTool::ALL.into_iter().map(LocalTool::descriptor).collect()
-}
-
-/// Runs `name` if it is a local tool; `None` means "not mine" (forward it to the gateway).
-/// For one-off callers with no [`LocalTools`]: nothing outlives the call, so `exec` runs in
-/// the foreground only (stdin at /dev/null) and `process` finds no sessions.
-pub async fn call_local(
-    name: &str,
-    args: &Map<String, Value>,
-    ctx: &CallContext,
-    workspace: &Workspace,
-) -> Option<ToolResult> {
-    let tool = LocalTool::from_name(name)?;
-    Some(tool.run(workspace, None, args, ctx).await)
+/// Runs `name` if it is a local tool (arguments checked first); `None` means "not mine"
+/// (forward it to the gateway). For one-off callers with no [`LocalTools`]: nothing outlives
+/// the call, so `exec` runs in the foreground only (stdin at /dev/null) and `process` finds no
+/// sessions.
+pub async fn call_local(name: &str, args: &Arguments, ctx: &CallContext, workspace: &Workspace) -> Option<ToolResult> {
+    let context = ToolContext { workspace: Arc::new(workspace.clone()), jobs: None };
+    let tool = local_tool_set(&context).find(name)?;
+    Some(tool.call_mcp(args.clone(), ctx.clone()).await)
 }
 
 /// Runs blocking file work off the async threads. A panic becomes a tool error rather than
@@ -239,14 +237,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_unknown_names_are_not_local() {
-        for tool in LocalTool::ALL {
-            assert_eq!(LocalTool::from_name(tool.name()), Some(tool));
-            assert_eq!(tool.descriptor().name, tool.name());
-        }
-        assert_eq!(LocalTool::from_name("exec"), Some(LocalTool::Exec));
-        assert_eq!(LocalTool::from_name("process"), Some(LocalTool::Process));
-        assert_eq!(LocalTool::from_name("sessions_spawn"), None);
+    fn each_module_names_its_own_tool() {
+        let names = [read::NAME, write::NAME, edit::NAME, exec::NAME, glob::NAME, grep::NAME, process::NAME];
+        assert_eq!(local_tool_names(), names);
+        assert!(!local_tool_names().iter().any(|name| name == "sessions_spawn"));
     }
 
     #[test]
@@ -291,6 +285,44 @@ mod tests {
             assert_eq!(result.first_text(), Some(clawmcp_mcp::CANCELLED), "{name}");
         }
         assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "old\n");
+    }
+
+    #[tokio::test]
+    async fn what_upstream_accepts_passes_the_argument_check_and_a_wrong_shape_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let workspace = Workspace::new(dir.path());
+        let call = |name: &'static str, args: Value| {
+            let workspace = workspace.clone();
+            async move { call_local(name, args.as_object().unwrap(), &CallContext::detached(), &workspace).await.unwrap() }
+        };
+        // Numbers and booleans as strings, as some clients send every argument.
+        let read = call("read", serde_json::json!({"path": "a.txt", "offset": "2", "limit": "1"})).await;
+        let text = read.first_text().unwrap();
+        assert!(!read.is_error && text.trim_start().starts_with("2\ttwo") && !text.contains("three"), "{text}");
+        let grep =
+            call("grep", serde_json::json!({"pattern": "TWO", "-i": "true", "-n": "false", "head_limit": "5"})).await;
+        assert!(!grep.is_error && grep.first_text().unwrap().contains("two"), "{:?}", grep.first_text());
+        let edit =
+            call("edit", serde_json::json!({"path": "a.txt", "oldText": "o", "newText": "0", "replace_all": "true"}))
+                .await;
+        assert!(!edit.is_error, "{:?}", edit.first_text());
+        // `cmd`, the upstream bridge's name for `command`, which the schema cannot require.
+        let exec = call("exec", serde_json::json!({"cmd": "echo hi", "timeout": "5"})).await;
+        assert!(!exec.is_error && exec.first_text().unwrap().starts_with("hi"), "{:?}", exec.first_text());
+        // A wrong shape is refused before the tool runs, naming the argument and what it is.
+        let refused = call("read", serde_json::json!({"path": "a.txt", "limit": "ten"})).await;
+        assert!(refused.is_error);
+        assert!(
+            refused.first_text().unwrap().starts_with(
+                "Invalid arguments for read: `limit` must be a number, not \"ten\" (Maximum number of lines to read)"
+            ),
+            "{:?}",
+            refused.first_text()
+        );
+        let refused = call("write", serde_json::json!({"path": "b.txt", "content": ["x"]})).await;
+        assert!(refused.first_text().unwrap().contains("`content` must be a string, not [\"x\"]"));
+        assert!(!dir.path().join("b.txt").exists(), "the tool did not run");
     }
 
     #[tokio::test]

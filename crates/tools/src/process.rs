@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolAnnotations, ToolResult};
 use clawmcp_process::{JobEnding, JobExit, StdinError};
 use serde_json::{Map, Value, json};
 
@@ -20,6 +20,7 @@ use crate::args::{ArgError, Args, Param};
 use crate::exec::{non_negative_number, retention_note};
 use crate::jobs::{JobEntry, JobLimits, JobRegistry, compact_duration, describe_exit, seconds};
 use crate::text::format_size;
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "process";
 
@@ -67,6 +68,14 @@ impl Action {
             _ => return None,
         })
     }
+}
+
+/// The `process` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Numbers and booleans may come as strings; the parser reads them (see the crate docs).
+    crate::local_tool(descriptor(), Checking::StringifiedScalars, context, |context, arguments, ctx| async move {
+        run(context.jobs.as_deref(), &arguments, &ctx).await
+    })
 }
 
 pub(crate) fn descriptor() -> Tool {

@@ -17,7 +17,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use base64::Engine as _;
 use clawmcp_fs::{FileKind, Symlinks, not_regular_kind, open_regular};
-use clawmcp_mcp::{CANCELLED, CallContext, Content, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Content, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,7 @@ use crate::args::{Args, Param};
 use crate::fs_error;
 use crate::text::{decode_lossy, format_size, truncation_marker};
 use crate::workspace::{TargetPath, Workspace};
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "read";
 
@@ -60,6 +61,14 @@ impl ReadLimits {
         max_image_bytes: 5 * 1024 * 1024,
         count_budget: 256 * 1024 * 1024,
     };
+}
+
+/// The `read` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Numbers and booleans may come as strings; the parser reads them (see the crate docs).
+    crate::local_tool(descriptor(), Checking::StringifiedScalars, context, |context, arguments, ctx| async move {
+        run(&context.workspace, &arguments, &ctx).await
+    })
 }
 
 pub(crate) fn descriptor() -> Tool {

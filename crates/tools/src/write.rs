@@ -14,7 +14,7 @@ use std::path::Path;
 
 use clawmcp_fs::FileKind;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolAnnotations, ToolResult};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +22,7 @@ use crate::args::{Args, Param};
 use crate::atomic::{self, Basis};
 use crate::fs_error;
 use crate::workspace::{TargetPath, Workspace};
+use crate::{BridgeTool, ToolContext};
 
 pub(crate) const NAME: &str = "write";
 
@@ -31,6 +32,14 @@ const CONTENT: Param = Param::new(&["content"]);
 /// Overwrites files (destructive) but writing the same content twice leaves the same result.
 const ANNOTATIONS: ToolAnnotations =
     ToolAnnotations { read_only_hint: false, destructive_hint: true, idempotent_hint: true, open_world_hint: false };
+
+/// The `write` tool, bound to `context`.
+pub(crate) fn tool(context: &ToolContext) -> BridgeTool {
+    // Numbers and booleans may come as strings; the parser reads them (see the crate docs).
+    crate::local_tool(descriptor(), Checking::StringifiedScalars, context, |context, arguments, ctx| async move {
+        run(&context.workspace, &arguments, &ctx).await
+    })
+}
 
 pub(crate) fn descriptor() -> Tool {
     let path = json!({"type": "string", "description": "Path to the file to write (relative or absolute)"});

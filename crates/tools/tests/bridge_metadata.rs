@@ -1,14 +1,17 @@
 //! Honest tool metadata and `--tools` for `clawmcp tools`: every advertised tool (local, ours,
 //! and the gateway's from the bundled snapshot) has a description, an object input schema and
 //! all four behaviour hints; `--tools` globs narrow both the list and the calls, intersected
-//! with `OPENCLAW_MCP_ENABLED_TOOLS`; a pattern that matches nothing is reported.
+//! with `OPENCLAW_MCP_ENABLED_TOOLS`; a pattern that matches nothing is reported; a tool
+//! registered on the bridge is listed, filtered, checked and called like the built-in ones.
 
 mod bridge_support;
 
 use bridge_support::{Setup, call, names, text, within};
-use clawmcp_mcp::McpService;
+use clawmcp_mcp::{McpService, Tool, ToolAnnotations};
+use clawmcp_tools::BridgeTool;
 use clawmcp_tools::bridge::{ToolFilter, builtin_tools};
-use serde_json::json;
+use futures_util::FutureExt;
+use serde_json::{Value, json};
 
 const HINTS: [&str; 4] = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
 
@@ -99,4 +102,59 @@ async fn patterns_that_match_nothing_allowed_are_reported() {
     assert_eq!(bridge.unmatched_tool_patterns(), ["raed"]);
     let unfiltered = setup.bridge().await;
     assert!(unfiltered.unmatched_tool_patterns().is_empty());
+}
+
+/// A tool that answers with its arguments; it takes one integer `x`.
+fn throwaway() -> BridgeTool {
+    let descriptor = Tool {
+        name: "throwaway".into(),
+        title: None,
+        description: "Answers with its arguments (a test's tool).".into(),
+        input_schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
+                             "additionalProperties": false})
+        .into(),
+        output_schema: None,
+        annotations: Some(ToolAnnotations::READ_ONLY),
+    };
+    BridgeTool::new(descriptor, |arguments, _ctx| std::future::ready(Ok(Value::Object(arguments).into())).boxed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_registered_tool_is_listed_filtered_and_called_with_no_other_change() {
+    let setup = Setup::new().await;
+    let bridge = setup.bridge().await;
+    let before = names(&bridge.list_tools()).len();
+    bridge.register([throwaway()]);
+    let listed = bridge.list_tools();
+    assert_eq!(listed.len(), before + 1);
+    let builtin = builtin_tools().len();
+    assert_eq!(listed[builtin].name, "throwaway", "after the local tools and sessions_yield, before the gateway's");
+    let ran = within(call(&bridge, "throwaway", json!({"x": 7}))).await;
+    assert_eq!((ran.is_error, text(&ran)), (false, r#"{"x":7}"#));
+    let refused = within(call(&bridge, "throwaway", json!({"y": 7}))).await;
+    assert!(refused.is_error);
+    assert!(text(&refused).starts_with("Invalid arguments for throwaway: "), "{}", text(&refused));
+    assert!(text(&refused).contains("`x` is required"), "{}", text(&refused));
+    assert!(text(&refused).contains("`y` is not an argument of this tool"), "{}", text(&refused));
+    let typo = within(call(&bridge, "throwawya", json!({}))).await;
+    assert!(text(&typo).starts_with("Unknown tool: throwawya. Did you mean `throwaway`?"), "{}", text(&typo));
+
+    // --tools and the allowlist filter it as any other.
+    let bridge = setup.bridge_with(filtered(&setup, "throw*")).await;
+    bridge.register([throwaway()]);
+    assert_eq!(names(&bridge.list_tools()), ["throwaway"]);
+    assert!(bridge.unmatched_tool_patterns().is_empty());
+    assert!(!within(call(&bridge, "throwaway", json!({"x": 1}))).await.is_error);
+    assert!(text(&within(call(&bridge, "read", json!({"path": "x"}))).await).starts_with("Tool read is not served"));
+    let setup = Setup::new().await.with_env("OPENCLAW_MCP_ENABLED_TOOLS", "read");
+    let bridge = setup.bridge().await;
+    bridge.register([throwaway()]);
+    assert_eq!(names(&bridge.list_tools()), ["read"]);
+    let refused = within(call(&bridge, "throwaway", json!({"x": 1}))).await;
+    assert!(
+        text(&refused).starts_with("Tool is disabled by the server-side allowlist: throwaway."),
+        "{}",
+        text(&refused)
+    );
+    assert!(setup.fake.tool_calls().is_empty(), "ours never reach the gateway");
 }

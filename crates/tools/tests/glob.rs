@@ -108,5 +108,9 @@ async fn errors_are_specific() {
     let file = f.call("glob", json!({"pattern": "*", "path": "file.txt"})).await;
     assert!(err_text(&file).contains("is a file, but glob's path must be a directory"));
     let no_pattern = f.call("glob", json!({})).await;
-    assert_eq!(err_text(&no_pattern), "Missing required parameter: pattern");
+    assert!(
+        err_text(&no_pattern).starts_with("Invalid arguments for glob: `pattern` is required (Glob pattern to match"),
+        "{}",
+        err_text(&no_pattern)
+    );
 }

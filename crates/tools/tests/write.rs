@@ -92,10 +92,20 @@ async fn a_refused_write_never_leaves_a_partial_file() {
 async fn content_must_be_a_string() {
     let f = Fixture::new();
     let missing = f.call("write", json!({"path": "a.txt"})).await;
-    assert_eq!(err_text(&missing), "Missing required parameter: content");
+    // Refused by the input schema's check, before the tool runs, naming what the argument is.
+    let schema = "Every argument, its type and what it means are in the tool's input schema (tools/list).";
+    let expected =
+        format!("Invalid arguments for write: `content` is required (Content to write to the file). {schema}");
+    assert_eq!(err_text(&missing), expected);
     let null = f.call("write", json!({"path": "a.txt", "content": null})).await;
-    assert_eq!(err_text(&null), "Missing required parameter: content");
+    let expected = format!(
+        "Invalid arguments for write: `content` must be a string, not null (Content to write to the file). {schema}"
+    );
+    assert_eq!(err_text(&null), expected);
     let number = f.call("write", json!({"path": "a.txt", "content": 42})).await;
-    assert_eq!(err_text(&number), "Parameter `content` must be a string, got 42");
+    let expected = format!(
+        "Invalid arguments for write: `content` must be a string, not 42 (Content to write to the file). {schema}"
+    );
+    assert_eq!(err_text(&number), expected);
     assert!(!f.path("a.txt").exists());
 }

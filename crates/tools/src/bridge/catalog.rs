@@ -27,7 +27,6 @@ use super::compat::overlay_schema;
 use super::discovery::LiveTools;
 use super::policy::{HttpToolPolicy, OWNER_ONLY_TOOLS};
 use super::snapshot::{Snapshot, SnapshotTool};
-use crate::LocalTool;
 
 /// The name of our own `sessions_yield` (it shadows the gateway's, which cannot yield over HTTP).
 pub const SESSIONS_YIELD: &str = "sessions_yield";
@@ -212,7 +211,7 @@ impl GatewayCatalog {
 
 /// Names this bridge implements itself.
 pub fn is_proxy_owned(name: &str) -> bool {
-    name == SESSIONS_YIELD || LocalTool::from_name(name).is_some()
+    name == SESSIONS_YIELD || crate::local_tool_names().iter().any(|local| local == name)
 }
 
 #[cfg(test)]

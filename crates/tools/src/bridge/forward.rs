@@ -15,11 +15,17 @@
 use std::sync::Arc;
 
 use clawmcp_gateway::{InvokeBody, InvokeError, ToolsInvokeClient, ToolsInvokeRequest, ToolsInvokeResponse};
-use clawmcp_mcp::{CANCELLED, CallContext, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Checking, Tool, ToolOutcome, ToolResult};
+use futures_util::FutureExt;
 use serde_json::{Map, Value};
+use tracing::debug;
 
 use super::compat::{SESSION_IDENTITY_TOOLS, apply_aliases};
+use super::pending::PendingStore;
+use super::result::tool_result;
 use super::settings::{BridgeSettings, normalize_session_key};
+use super::yielding::capture_spawn;
+use crate::BridgeTool;
 
 /// Why a forwarded call produced no tool result.
 #[derive(Debug)]
@@ -117,6 +123,31 @@ impl Forwarder {
         request
     }
 
+    /// One client call of gateway tool `name`: prepared, sent, and the gateway's answer (or why
+    /// there is none) as the MCP result; a successful `sessions_spawn` files its run in `store`.
+    pub async fn forward(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &CallContext,
+        store: &PendingStore,
+    ) -> ToolResult {
+        let prepared = self.prepare(name, arguments);
+        match self.send(&prepared.request, ctx).await {
+            Ok(result) => {
+                if name == "sessions_spawn" {
+                    capture_spawn(store, &result, prepared.requester.as_deref());
+                }
+                tool_result(&result)
+            }
+            Err(error) => {
+                let result = error.to_tool_result(name);
+                debug!(tool = name, error = result.first_text().unwrap_or_default(), "gateway call failed");
+                result
+            }
+        }
+    }
+
     /// Sends `request`; `Ok` is the gateway's `result`.
     pub async fn send(&self, request: &ToolsInvokeRequest, ctx: &CallContext) -> Result<Value, ForwardError> {
         let response = tokio::select! {
@@ -126,6 +157,20 @@ impl Forwarder {
         };
         interpret(response)
     }
+}
+
+/// A gateway tool as a tool of the bridge: `descriptor` (the discovered one, overlays and all)
+/// and a handler that forwards the call to `POST /tools/invoke`. A successful `sessions_spawn`
+/// files its run for `sessions_yield` in `store`. The arguments are the gateway's to check
+/// (`Checking::Handler`): it refuses a call in its own words, which a client of the upstream
+/// bridge reads, and our snapshot schemas may be older than the gateway's.
+pub fn forwarding_tool(descriptor: Tool, forwarder: Forwarder, store: PendingStore) -> BridgeTool {
+    let name: Arc<str> = descriptor.name.as_str().into();
+    BridgeTool::new(descriptor, move |arguments, ctx| {
+        let (name, forwarder, store) = (name.clone(), forwarder.clone(), store.clone());
+        async move { ToolOutcome::from(forwarder.forward(&name, arguments, &ctx, &store).await) }.boxed()
+    })
+    .with_checking(Checking::Handler)
 }
 
 /// `{ok:true, result}` → the result; anything else → why not. Any non-JSON body is an error,

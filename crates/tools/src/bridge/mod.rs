@@ -13,10 +13,12 @@
 //! - `snapshot`: the regen snapshot and the bundled one (`data/`), one format.
 //! - `catalog`: merging those into the advertised gateway tools; which source supplies what.
 //! - `compat`: upstream aliases, schema overlays, requester hoisting.
-//! - `forward`: one `/tools/invoke` call, its deadline, cancellation and error texts.
+//! - `forward`: one `/tools/invoke` call, its deadline, cancellation and error texts; a gateway
+//!   tool as a tool that forwards.
 //! - `result`: a gateway result as an MCP result (OpenClaw's own mapping).
 //! - `pending` + `yielding`: the pending-yield store and `sessions_yield`.
-//! - `service`: the `McpService`: routing, the allowlist and the `--tools` filter.
+//! - `service`: the `McpService`: every tool in one `ToolSet`, the allowlist and the `--tools`
+//!   filter.
 //!
 //! # Lifecycle
 //!
@@ -167,7 +169,7 @@ pub fn prepare(options: &BridgeOptions) -> Result<Prepared, BridgeError> {
     if let Some(why) = &gateway_off {
         warn!(
             "clawmcp tools: serving the local tools only ({}); the gateway's tools are not served: {why}",
-            crate::LocalTool::ALL.iter().map(|tool| tool.name()).collect::<Vec<_>>().join(", ")
+            crate::local_tool_names().join(", ")
         );
     }
     let settings = Arc::new(BridgeSettings {

@@ -1,7 +1,8 @@
-//! [`ToolsBridge`]: the `McpService` behind `clawmcp tools`. It routes each call to a local tool,
-//! to `sessions_yield`, or to the gateway, and enforces the allowlist and the `--tools` filter
-//! on both `tools/list` and `tools/call` (a client can call a name it was never shown, so
-//! filtering the list is no boundary).
+//! [`ToolsBridge`]: the `McpService` behind `clawmcp tools`. Its tools are one `ToolSet`: the
+//! local tools, `sessions_yield`, then each gateway tool as a tool that forwards its call
+//! ([`forwarding_tool`]); lists and calls both go through it, with the allowlist and the
+//! `--tools` filter applied to both `tools/list` and `tools/call` (a client can call a name it
+//! was never shown, so filtering the list is no boundary).
 //!
 //! The gateway tool list starts as the snapshot catalog and is replaced once by the live one
 //! when background discovery ends (bounded). `tools/list` waits for that (`list_ready`), within
@@ -14,19 +15,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use clawmcp_mcp::{CallContext, McpService, Tool, ToolResult};
+use clawmcp_mcp::{CallContext, McpService, Tool, ToolResult, ToolSet};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::warn;
 
-use super::catalog::{GatewayCatalog, SESSIONS_YIELD};
-use super::forward::Forwarder;
+use super::catalog::GatewayCatalog;
+use super::forward::{Forwarder, forwarding_tool};
 use super::pending::PendingStore;
 use super::settings::BridgeSettings;
 use super::yielding::{self, SessionsYield};
-use crate::{LocalTool, LocalTools};
+use crate::{Arguments, BridgeTool, LocalTools};
 
 /// The gateway tool list, which discovery may replace once.
 #[derive(Debug)]
@@ -97,8 +98,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The tools this bridge implements itself, advertised whatever the gateway says: the local
 /// tools in their upstream order, then `sessions_yield`.
 pub fn builtin_tools() -> Vec<Tool> {
-    let local = LocalTool::ALL.into_iter().map(LocalTool::descriptor);
-    local.chain(std::iter::once(yielding::descriptor())).collect()
+    let mut tools = crate::local_tools();
+    tools.push(yielding::descriptor());
+    tools
 }
 
 /// The `clawmcp tools` service.
@@ -109,7 +111,17 @@ pub struct ToolsBridge {
     catalog: Arc<CatalogCell>,
     yielder: SessionsYield,
     waits: DiscoveryWaits,
+    /// The tools this bridge runs itself: the local tools, `sessions_yield`, and any registered
+    /// later ([`ToolsBridge::register`]).
+    ours: ToolSet<Arguments>,
+    /// Every tool for a catalog, as one [`ToolSet`]: ours, then the gateway's as forwarding
+    /// tools, in catalog order. Rebuilt when discovery replaces the catalog or a tool is
+    /// registered.
+    tools: Mutex<Option<BuiltFor>>,
 }
+
+/// A [`ToolSet`] of every tool and the catalog it was built for.
+type BuiltFor = (Arc<GatewayCatalog>, Arc<ToolSet<Arguments>>);
 
 /// How long requests wait for discovery to settle.
 #[derive(Debug, Clone, Copy)]
@@ -132,7 +144,8 @@ impl ToolsBridge {
     ) -> Self {
         let store = PendingStore::new(&settings.workspace);
         let yielder = SessionsYield { forwarder: forwarder.clone(), store, poll_interval };
-        ToolsBridge { settings, local, forwarder, catalog, yielder, waits }
+        let ours = ToolSet::new(local.tools().all().into_iter().chain([yielder.clone().tool()]));
+        ToolsBridge { settings, local, forwarder, catalog, yielder, waits, ours, tools: Mutex::new(None) }
     }
 
     pub fn catalog(&self) -> &Arc<CatalogCell> {
@@ -143,18 +156,41 @@ impl ToolsBridge {
         &self.local
     }
 
-    /// Every tool, allowlist and filter aside: ours ([`builtin_tools`]), then the gateway's.
-    fn all_tools(&self, catalog: &GatewayCatalog) -> Vec<Tool> {
-        let mut tools = builtin_tools();
-        tools.extend(catalog.tools.iter().map(|tool| tool.descriptor()));
-        tools
+    /// Adds tools of ours after the built-in ones (and before the gateway's): the next list
+    /// shows them, `--tools` and the allowlist filter them, calls run them, as any other.
+    pub fn register(&self, tools: impl IntoIterator<Item = BridgeTool>) {
+        self.ours.register(tools);
+        *lock(&self.tools) = None;
+    }
+
+    /// Every tool, allowlist and filter aside, for `catalog` (the current one).
+    fn tools_for(&self, catalog: Arc<GatewayCatalog>) -> Arc<ToolSet<Arguments>> {
+        let mut cached = lock(&self.tools);
+        match &*cached {
+            Some((built_for, tools)) if Arc::ptr_eq(built_for, &catalog) => tools.clone(),
+            _ => {
+                let store = &self.yielder.store;
+                let gateway = catalog
+                    .tools
+                    .iter()
+                    .map(|tool| forwarding_tool(tool.descriptor(), self.forwarder.clone(), store.clone()));
+                let tools = Arc::new(ToolSet::new(self.ours.all().into_iter().chain(gateway)));
+                *cached = Some((catalog, tools.clone()));
+                tools
+            }
+        }
+    }
+
+    /// Every tool for the catalog known now.
+    pub fn tools(&self) -> Arc<ToolSet<Arguments>> {
+        self.tools_for(self.catalog.current())
     }
 
     /// The `--tools` patterns that match none of the tools the allowlist leaves, against the
     /// catalog known now (the live one once discovery settled).
     pub fn unmatched_tool_patterns(&self) -> Vec<String> {
-        let tools = self.all_tools(&self.catalog.current());
-        let allowed = tools.iter().map(|tool| tool.name.as_str()).filter(|name| self.settings.allowlist.allows(name));
+        let tools = self.tools().all();
+        let allowed = tools.iter().map(BridgeTool::name).filter(|name| self.settings.allowlist.allows(name));
         self.settings.tool_filter.unmatched(allowed).into_iter().map(str::to_owned).collect()
     }
 
@@ -163,13 +199,9 @@ impl ToolsBridge {
     pub(super) fn warn_unmatched_tool_patterns(&self) {
         let unmatched = self.unmatched_tool_patterns();
         if !unmatched.is_empty() {
-            let catalog = self.catalog.current();
-            let available: Vec<String> = self
-                .all_tools(&catalog)
-                .into_iter()
-                .map(|tool| tool.name)
-                .filter(|name| self.settings.allowlist.allows(name))
-                .collect();
+            let tools = self.tools().all();
+            let available: Vec<&str> =
+                tools.iter().map(BridgeTool::name).filter(|name| self.settings.allowlist.allows(name)).collect();
             warn!("--tools patterns match no tool: {}. Available: {}", unmatched.join(", "), available.join(", "));
         }
     }
@@ -181,51 +213,33 @@ impl ToolsBridge {
                 self.settings.allowlist.describe()
             ));
         }
-        if !self.settings.tool_filter.allows(name) {
-            return ToolResult::error(format!(
+        let filtered_out = !self.settings.tool_filter.allows(name);
+        if !filtered_out && self.ours.find(name).is_none() {
+            // A gateway tool may be in the live list only: wait for it (at most the budget).
+            self.catalog.wait(self.waits.call).await;
+        }
+        let tools = self.tools();
+        match tools.served(name, &self.settings.tool_filter) {
+            Ok(tool) => tool.call_mcp(arguments, ctx).await,
+            // A name outside --tools is refused as such, known or not.
+            Err(_) if filtered_out => ToolResult::error(format!(
                 "Tool {name} is not served: clawmcp tools was started with --tools `{}`, which does not match it. \
                  Restart it with a --tools list that includes {name} to use it.",
                 self.settings.tool_filter.describe()
-            ));
-        }
-        if let Some(result) = self.local.call(name, &arguments, &ctx).await {
-            return result;
-        }
-        if name == SESSIONS_YIELD {
-            return self.yielder.run(&arguments, &ctx).await;
-        }
-        self.catalog.wait(self.waits.call).await;
-        let catalog = self.catalog.current();
-        if catalog.get(name).is_none() {
-            let served = crate::LocalTool::ALL
-                .iter()
-                .map(|tool| tool.name())
-                .chain([SESSIONS_YIELD])
-                .chain(catalog.tools.iter().map(|tool| tool.name.as_str()));
-            let hint = clawmcp_mcp::tool::did_you_mean(name, served)
-                .map(|close| format!(" Did you mean `{close}`?"))
-                .unwrap_or_default();
-            let gateway = match &self.settings.gateway_off {
-                Some(why) => format!(" The gateway's tools are not served: {why}."),
-                None => String::new(),
-            };
-            return ToolResult::error(format!(
-                "Unknown tool: {name}.{hint} It is not among the tools this server advertises (see tools/list): \
-                 neither a local tool nor a gateway tool that the gateway runs over HTTP.{gateway}"
-            ));
-        }
-        let prepared = self.forwarder.prepare(name, arguments);
-        match self.forwarder.send(&prepared.request, &ctx).await {
-            Ok(result) => {
-                if name == "sessions_spawn" {
-                    yielding::capture_spawn(&self.yielder.store, &result, prepared.requester.as_deref());
-                }
-                super::result::tool_result(&result)
-            }
-            Err(error) => {
-                let result = error.to_tool_result(name);
-                debug!(tool = name, error = result.first_text().unwrap_or_default(), "gateway call failed");
-                result
+            )),
+            Err(_) => {
+                let all = tools.all();
+                let hint = clawmcp_mcp::tool::did_you_mean(name, all.iter().map(BridgeTool::name))
+                    .map(|close| format!(" Did you mean `{close}`?"))
+                    .unwrap_or_default();
+                let gateway = match &self.settings.gateway_off {
+                    Some(why) => format!(" The gateway's tools are not served: {why}."),
+                    None => String::new(),
+                };
+                ToolResult::error(format!(
+                    "Unknown tool: {name}.{hint} It is not among the tools this server advertises (see tools/list): \
+                     neither a local tool nor a gateway tool that the gateway runs over HTTP.{gateway}"
+                ))
             }
         }
     }
@@ -237,8 +251,10 @@ impl McpService for ToolsBridge {
     }
 
     fn list_tools(&self) -> Vec<Tool> {
-        let catalog = self.catalog.current_for_listing();
-        self.all_tools(&catalog).into_iter().filter(|tool| self.settings.serves(&tool.name)).collect()
+        let tools = self.tools_for(self.catalog.current_for_listing());
+        let mut listed = tools.list(&self.settings.tool_filter);
+        listed.retain(|tool| self.settings.allowlist.allows(&tool.name));
+        listed
     }
 
     /// `listChanged`: a list answered from the snapshot is followed by `list_changed` when the

@@ -104,11 +104,6 @@ impl BridgeSettings {
         }
     }
 
-    /// Whether `name` is served: allowed by `OPENCLAW_MCP_ENABLED_TOOLS` *and* by `--tools`.
-    pub fn serves(&self, name: &str) -> bool {
-        self.allowlist.allows(name) && self.tool_filter.allows(name)
-    }
-
     /// The session key a gateway call is made under when the arguments name none.
     pub fn default_session_key(&self) -> Option<&str> {
         self.requester_session_key.as_deref()

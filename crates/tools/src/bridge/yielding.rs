@@ -20,7 +20,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolResult};
+use clawmcp_mcp::{CANCELLED, CallContext, Tool, ToolAnnotations, ToolOutcome, ToolResult};
+use futures_util::FutureExt;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -28,6 +29,7 @@ use tracing::{info, warn};
 use super::forward::{ForwardError, Forwarder};
 use super::pending::PendingStore;
 use super::settings::normalize_session_key;
+use crate::BridgeTool;
 
 /// The upstream default wait.
 pub const DEFAULT_YIELD_WAIT: Duration = Duration::from_secs(30 * 60);
@@ -165,6 +167,16 @@ struct Waiting {
 }
 
 impl SessionsYield {
+    /// `sessions_yield` as a tool of the bridge: [`descriptor`] and [`SessionsYield::run`].
+    /// Its arguments are checked against the schema as they are: its parser takes a number for
+    /// `timeoutMs` and a string for `sessionKey`, nothing else.
+    pub fn tool(self) -> BridgeTool {
+        BridgeTool::new(descriptor(), move |arguments, ctx| {
+            let yielder = self.clone();
+            async move { ToolOutcome::from(yielder.run(&arguments, &ctx).await) }.boxed()
+        })
+    }
+
     pub async fn run(&self, args: &Map<String, Value>, ctx: &CallContext) -> ToolResult {
         let wait = match wait_from_args(args) {
             Ok(wait) => wait,
