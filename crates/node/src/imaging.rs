@@ -14,8 +14,9 @@ pub const DEFAULT_MAX_PIXELS: u64 = 1_150_000;
 /// What an image answer's encoding holds at most when the caller names no `maxWidth`: about 1 MB,
 /// so a photo-like screen in PNG (1.8 MB at 1.15 megapixels) does not fill a model's request.
 pub const DEFAULT_MAX_BYTES: usize = 1_000_000;
-/// How many times an over-budget encoding is scaled down and encoded again before the last one is
-/// returned as it is (each try aims under the budget, so one is nearly always enough).
+/// How many times a size judged over the byte budget (by a probe, then by a full encoding) is
+/// scaled down and judged again before the last one is taken as it is (each try aims under the
+/// budget, so one is nearly always enough).
 const MAX_REFITS: usize = 3;
 /// The `maxWidth` clamps (upstream's, for screen.snapshot).
 pub const MIN_WIDTH: u32 = 16;
