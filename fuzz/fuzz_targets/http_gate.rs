@@ -57,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(request) = as_hyper_would(&head) else { return };
 
     let admitted = fuzzing::admit(peer, &request, live).map_err(|(status, _)| status.as_u16());
-    assert_eq!(admitted, reference_admit(peer, &request, token.as_bytes()), "admit disagrees with spec 000");
+    assert_eq!(admitted, reference_admit(peer, &request, token.as_bytes()), "admit breaks docs/node-http.md §2");
 
     let json = fuzzing::require_json(&request).map_err(|(status, _)| status.as_u16());
     assert_eq!(json, reference_require_json(request.headers()), "the media type check disagrees");

@@ -122,7 +122,7 @@ struct Cache {
     token: Arc<str>,
     /// The authentication generation: 0 for the token loaded at start, one more for each token
     /// put in force since. The token and its number change together under the cache's lock, so
-    /// a request admitted by a token holds that token's number and no other (spec 000's
+    /// a request admitted by a token holds that token's number and no other (docs/node-http.md §12's
     /// "bearer and file-channel epoch as one immutable authentication generation").
     generation: u64,
 }

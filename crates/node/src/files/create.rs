@@ -4,7 +4,7 @@
 //!
 //! Upstream's contract (node-host-commands.md): duplex only and create-only, files written 0600,
 //! each logical message of at most 1 MiB acknowledged, an empty message for EOF, size and hash
-//! checked at the end; `maxBytes` defaults to 50 MiB. The spec 000 create protocol: ready, then
+//! checked at the end; `maxBytes` defaults to 50 MiB. The create protocol (docs/node-http.md §12): ready, then
 //! the client's messages; each non-empty one is written and acknowledged (an opaque UTF-8 ack,
 //! here `{"received":N}` with the bytes so far); the empty one ends the file.
 //!

@@ -8,7 +8,7 @@
 //! JSON with `base64`.
 //!
 //! `transport: "binary"` streams the file instead over the file channel attached to the call
-//! ([`binary`], spec 000's fetch protocol; see [`crate::files::channel`]): `maxBytes` then
+//! ([`binary`], the fetch protocol of docs/node-http.md §12; see [`crate::files::channel`]): `maxBytes` then
 //! defaults to 50 MiB and is at most 1 GiB, and the result is the metadata of what was sent.
 //! Without an attached channel it is refused with what to do (a preflight needs none).
 
@@ -140,7 +140,7 @@ fn max_bytes(args: &Map<String, Value>) -> FileResult<u64> {
     })
 }
 
-/// `file.fetch` with `transport: "binary"` over an attached channel (spec 000's fetch protocol):
+/// `file.fetch` with `transport: "binary"` over an attached channel (the fetch protocol of docs/node-http.md §12):
 /// ready, the client's start message (opaque UTF-8), then each chunk of at most 1 MiB as one
 /// logical message, waiting for the client's ack (opaque UTF-8) before reading the next; an
 /// empty file sends no data message. The result is the metadata of the bytes sent.

@@ -1,4 +1,4 @@
-//! The v1 wire frames of the file channel (spec 000, "Frames match upstream 82df040c"; the real
+//! The v1 wire frames of the file channel (docs/node-http.md §12, "Frames match upstream 82df040c"; the real
 //! node host's `node-duplex-framing`): `{v:1,kind:"ready"}` and
 //! `{v:1,kind:"data",message,index,last,data}`, each one JSON text of at most
 //! [`MAX_WIRE_FRAME_BYTES`] UTF-8 bytes.
@@ -18,12 +18,12 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
-/// Bytes in every non-final fragment, exactly (spec 000: "8192-byte nonfinal fragments").
+/// Bytes in every non-final fragment, exactly (docs/node-http.md §12: "8192-byte nonfinal fragments").
 pub const FRAGMENT_BYTES: usize = 8192;
-/// The most UTF-8 bytes one wire frame's JSON text may have (spec 000: "a 16384-byte UTF-8 wire
+/// The most UTF-8 bytes one wire frame's JSON text may have (docs/node-http.md §12: "a 16384-byte UTF-8 wire
 /// cap"; also the gateway's `payloadJSON` cap in node-host-commands.md).
 pub const MAX_WIRE_FRAME_BYTES: usize = 16384;
-/// The most bytes one logical file message may have (spec 000: "File logical messages cap at
+/// The most bytes one logical file message may have (docs/node-http.md §12: "File logical messages cap at
 /// 1 MiB").
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// The largest counter JavaScript holds exactly (`Number.MAX_SAFE_INTEGER`): the spec's "safe
@@ -169,7 +169,7 @@ impl Reassembler {
     /// Takes one parsed frame; `Some(message)` when it completed one.
     pub fn push(&mut self, frame: Frame) -> Result<Option<Vec<u8>>, FrameError> {
         let (message, index, last, data) = match frame {
-            // The client need not send readiness (spec 000); one before any data is accepted
+            // The client need not send readiness (docs/node-http.md §12); one before any data is accepted
             // and means nothing.
             Frame::Ready if !self.seen_data => return Ok(None),
             Frame::Ready => return Err(refused("a ready frame after data")),

@@ -1,4 +1,4 @@
-//! The OpenClaw file channel (spec 000, "openclaw/file-channel"): moving a file's bytes over the
+//! The OpenClaw file channel (docs/node-http.md §12, "openclaw/file-channel"): moving a file's bytes over the
 //! node's authenticated loopback HTTP listener, with no second port and no event stream.
 //!
 //! A client opens a channel (`openclaw/files/open`), gets an unpredictable lease, attaches it
@@ -10,13 +10,13 @@
 //! timeout, a protocol violation, a token rotation and the node's shutdown end a channel; the
 //! command then sees [`ChannelClosed`] and stops (a `file.create` removes its temp file).
 //!
-//! Every limit is a constant here or in [`frame`], each from spec 000. Every violation is a
+//! Every limit is a constant here or in [`frame`], each from docs/node-http.md §12. Every violation is a
 //! JSON-RPC error naming it, and closes that channel only.
 //!
 //! **Authentication generation.** The HTTP transport numbers the bearer token in force
 //! (`clawmcp_http::token::LiveToken::admit`: the token and its number change together under one
 //! lock) and each request carries the number of the token that admitted it, checked in the same
-//! step. A channel belongs to the generation that opened it. How spec 000's "requests holding an
+//! step. A channel belongs to the generation that opened it. How docs/node-http.md §12's "requests holding an
 //! older snapshot cannot open or attach channels in the new generation, including requests
 //! concurrent with rotation" holds: a channel is only ever reached by a request of its own
 //! generation (open, attach, poll, input, close all compare), so a channel opened by a request
@@ -55,22 +55,22 @@ pub const POLL: &str = "openclaw/files/poll";
 pub const INPUT: &str = "openclaw/files/input";
 pub const CLOSE: &str = "openclaw/files/close";
 
-/// Channels open at once (spec 000: "four leases/streaming handlers"); the fifth open is refused.
+/// Channels open at once (docs/node-http.md §12: "four leases/streaming handlers"); the fifth open is refused.
 pub const MAX_LEASES: usize = 4;
 /// Wire frames an output queue retains unacknowledged; the command waits beyond that until a
-/// poll acknowledges some (spec 000: "Each output queue retains at most sixteen wire frames and
+/// poll acknowledges some (docs/node-http.md §12: "Each output queue retains at most sixteen wire frames and
 /// backpressures producers").
 pub const OUTPUT_QUEUE_FRAMES: usize = 16;
 /// Input buffered before the command listens: messages (an unfinished one counts) and bytes
-/// (spec 000: "Pre-listener buffering caps at eight messages and 1 MiB including unfinished
+/// (docs/node-http.md §12: "Pre-listener buffering caps at eight messages and 1 MiB including unfinished
 /// messages").
 pub const PRE_LISTENER_MESSAGES: usize = 8;
 pub const PRE_LISTENER_BYTES: usize = 1024 * 1024;
-/// Input delivered to a listening command but not yet taken (spec 000: "active asynchronous
+/// Input delivered to a listening command but not yet taken (docs/node-http.md §12: "active asynchronous
 /// delivery caps at eight messages and 2 MiB").
 pub const ACTIVE_MESSAGES: usize = 8;
 pub const ACTIVE_BYTES: usize = 2 * 1024 * 1024;
-/// The longest a channel may live (spec 000: "Timeout (at most ten minutes)"); longer asked is
+/// The longest a channel may live (docs/node-http.md §12: "Timeout (at most ten minutes)"); longer asked is
 /// clamped. The default is the spec's example open (`timeoutMs: 60000`).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -537,7 +537,7 @@ impl Duplex {
     }
 
     /// Registers the command's listener and sends the ready frame: input from now on is
-    /// delivered under the active caps (spec 000: "Readiness is sent only after the worker
+    /// delivered under the active caps (docs/node-http.md §12: "Readiness is sent only after the worker
     /// registers its listener").
     pub async fn ready(&self) -> Result<(), ChannelClosed> {
         self.channel.state().listening = true;
