@@ -28,6 +28,7 @@
 //! request (the token file's one `fstat` per request), so an old channel whose client is idle
 //! lives until some request arrives or its timeout, unreachable meanwhile.
 
+pub mod client;
 pub mod frame;
 #[cfg(test)]
 mod tests;
