@@ -218,8 +218,18 @@ async fn initialize_advertises_the_channel_and_only_the_node_http_service_serves
         Arc::new(LiveSettings::open(dir.path().join("settings.json")).unwrap()),
         Arc::new(ExecApprovals::open(dir.path().join("exec-approvals.json"))),
     ));
-    let service = NodeMcpService::new(registry);
     use clawmcp_mcp::McpService;
+    // The file allowance (X-OpenClaw-File-Command) is the channel's service's, for the
+    // file-transfer commands only.
+    let with_channel = NodeMcpService::new(registry.clone()).with_file_channel();
+    for command in clawmcp_node::files::TRANSFER_COMMANDS {
+        assert!(with_channel.is_file_command(command), "{command}");
+    }
+    for other in ["fs.listDir", "system.run", "screen.snapshot", "file.nope"] {
+        assert!(!with_channel.is_file_command(other), "{other}");
+    }
+    let service = NodeMcpService::new(registry);
+    assert!(!service.is_file_command("file.write"));
     assert!(service.capabilities().get("experimental").is_none());
     assert!(service.custom_request("openclaw/files/open", Some(json!({"v": 1}))).is_none());
 }

@@ -62,7 +62,16 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
             None => {}
         }
         let id = RequestId::number(1);
-        let request = client.request_with_progress(&id, method, params.as_ref(), output::progress);
+        // A file command declares itself, as upstream's client does: the node then takes and
+        // answers it under its file allowance (a 16 MiB file.write or file.fetch).
+        // (Only its tools/call: the cancel below is another message, sent undeclared.)
+        let call_client = match args.command.as_deref() {
+            Some(command) if clawmcp_node::files::TRANSFER_COMMANDS.contains(&command) => {
+                client.declaring_file_command(command)
+            }
+            _ => client.clone(),
+        };
+        let request = call_client.request_with_progress(&id, method, params.as_ref(), output::progress);
         tokio::pin!(request);
         let answer = tokio::select! {
             answer = &mut request => answer,

@@ -90,7 +90,8 @@ pub async fn fetch(
     let mut preflight_arguments = arguments.clone();
     preflight_arguments.insert("preflightOnly".into(), json!(true));
     let preflight_id = RequestId::string(&format!("{request_id}/preflight"));
-    let preflight = client
+    let declared = client.declaring_file_command("file.fetch");
+    let preflight = declared
         .request(&preflight_id, "tools/call", Some(&json!({"name": "file.fetch", "arguments": preflight_arguments})))
         .await?;
     let Some(facts) = tool_json(&preflight) else {
@@ -125,7 +126,7 @@ pub async fn fetch(
             bar.set_position(received);
             Ok(())
         };
-        let call = client
+        let call = declared
             .request_with_progress(&id, "tools/call", Some(&params), |text| bar.suspend(|| output::progress(text)));
         beside(call, channel.receive_file(sink)).await
     };
@@ -190,9 +191,10 @@ pub async fn create(client: &NodeClient, arguments: Map<String, Value>, input: &
     let bar = output::transfer_bar("sending", Some(size));
     let id = RequestId::string(&request_id);
     let params = call_params("file.create", Value::Object(arguments), channel.attachment());
+    let declared = client.declaring_file_command("file.create");
     let outcome = {
         let source = |buffer: &mut [u8]| file.read(buffer);
-        let call = client
+        let call = declared
             .request_with_progress(&id, "tools/call", Some(&params), |text| bar.suspend(|| output::progress(text)));
         beside(call, channel.send_file(source, |sent| bar.set_position(sent))).await
     };

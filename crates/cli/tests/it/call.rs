@@ -504,3 +504,33 @@ fn a_node_shutting_down_mid_transfer_ends_it_and_leaves_nothing_behind() {
     assert!(ended.stderr.contains("CHANNEL_CLOSED") && ended.stderr.contains("shutting down"), "{ended:?}");
     assert_eq!(names_in(&home), Vec::<String>::new(), "no partial file, no temp file");
 }
+
+/// `clawmcp call` declares file commands (`X-OpenClaw-File-Command`), so the node takes a
+/// 16 MiB `file.write` (22.4 MB of base64, over the 4 MiB body bound) and answers a 16 MiB unary
+/// `file.fetch` (21.3 MB encoded, over the 8 MiB result bound) under its file allowance.
+#[test]
+fn file_commands_declare_themselves_for_the_file_allowance() {
+    use base64::Engine;
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let bytes = patterned(16 * 1024 * 1024, 11);
+    let target = sandbox.home().join("written.bin");
+    let params = serde_json::json!({
+        "path": target,
+        "contentBase64": base64::engine::general_purpose::STANDARD.encode(&bytes),
+    });
+    let params_file = sandbox.root().join("write.json");
+    std::fs::write(&params_file, params.to_string()).unwrap();
+    let at_params = format!("@{}", params_file.display());
+    let written = node.run(&sandbox, "call", &["file.write", "--params", &at_params]).assert().success();
+    assert_eq!(json_of(&written)["size"], 16 * 1024 * 1024);
+    assert_eq!(sha256_hex(&std::fs::read(&target).unwrap()), sha256_hex(&bytes));
+
+    let fetch_params = format!(r#"{{"path": "{}", "maxBytes": 16777216}}"#, target.display());
+    let fetched = node.run(&sandbox, "call", &["file.fetch", "--params", &fetch_params]).assert().success();
+    let meta = json_of(&fetched);
+    assert_eq!(
+        (meta["size"].as_u64(), meta["sha256"].as_str()),
+        (Some(16 * 1024 * 1024), Some(sha256_hex(&bytes).as_str()))
+    );
+}

@@ -49,7 +49,7 @@ use tokio_util::sync::CancellationToken;
 use frame::Reassembler;
 
 /// The `_meta` key of the attach and the `experimental` capability's name.
-pub const EXTENSION: &str = "openclaw/file-channel";
+pub const EXTENSION: &str = clawmcp_mcp::FILE_CHANNEL_EXTENSION;
 /// The methods.
 pub const OPEN: &str = "openclaw/files/open";
 pub const POLL: &str = "openclaw/files/poll";
