@@ -79,14 +79,8 @@ FLOOR_BIN="${CLAWMCP_BENCH_FLOOR_BIN:-$TARGET/release/clawmcp-bench-floor}"
 TMP="$(mktemp -d /tmp/clawmcp-bench.XXXXXX)"
 DATA_DIR="$TMP/data"
 mkdir -m 700 "$DATA_DIR"
-declare -A FLOOR_PID FLOOR_START FLOOR_PORT
-stop_floors() {
-  local name
-  for name in "${!FLOOR_PID[@]}"; do
-    e2e_stop_pid "bench-floor-$name" "${FLOOR_PID[$name]}" "${FLOOR_START[$name]}" 5 || true
-    unset "FLOOR_PID[$name]"
-  done
-}
+# shellcheck source-path=SCRIPTDIR source=floor_lib.sh
+source "$HERE/floor_lib.sh"
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
   e2e_stop_node || true
@@ -94,21 +88,6 @@ cleanup() {
   rm -rf -- "$TMP"
 }
 trap cleanup EXIT
-
-# start_floor NAME [BODY_FILE]: start one bench-floor on a free port.
-start_floor() {
-  local name="$1" pid
-  local files="$TMP/floor-${name//\//-}"
-  "$FLOOR_BIN" 0 "${@:2}" >"$files.out" 2>"$files.log" &
-  pid=$!
-  FLOOR_PID[$name]="$pid" FLOOR_START[$name]="$(e2e_proc_start "$pid")"
-  for _ in $(seq 1 100); do
-    grep -q '^PORT ' "$files.out" 2>/dev/null && break
-    sleep 0.05
-  done
-  FLOOR_PORT[$name]="$(awk '/^PORT /{print $2}' "$files.out")"
-  [[ -n "${FLOOR_PORT[$name]}" ]] || e2e_die "bench floor $name did not report its port: $(cat "$files.log")"
-}
 
 rss_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
 

@@ -208,7 +208,10 @@ pub fn config_candidates(env: &Env) -> Vec<PathBuf> {
 /// Where the URL came from; part of every error about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlSource {
-    Flag,
+    /// The command's URL flag: `--<prefix>url` (`--url`, `--gateway-url`).
+    Flag {
+        prefix: &'static str,
+    },
     Env,
     RemoteConfig(PathBuf),
     Local,
@@ -217,7 +220,7 @@ pub enum UrlSource {
 impl fmt::Display for UrlSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UrlSource::Flag => f.write_str("--url"),
+            UrlSource::Flag { prefix } => write!(f, "--{prefix}url"),
             UrlSource::Env => f.write_str("OPENCLAW_GATEWAY_URL"),
             UrlSource::RemoteConfig(path) => write!(f, "gateway.remote.url in `{}`", path.display()),
             UrlSource::Local => f.write_str("the local gateway default"),
@@ -284,7 +287,7 @@ impl GatewayTarget {
         let mut missing_credentials = None;
         let credentials = match (explicit.is_empty(), &url_source) {
             (false, _) => explicit,
-            (true, UrlSource::Flag) if overrides.device_credential => Credentials::default(),
+            (true, UrlSource::Flag { .. }) if overrides.device_credential => Credentials::default(),
             (true, _) => match implicit_credentials(&url_source, env, &config, remote_mode, overrides.flag_prefix) {
                 Err(ConfigError::NoCredentials(why)) if overrides.credentials_optional => {
                     missing_credentials = Some(why);
@@ -351,7 +354,7 @@ fn resolve_url(
     remote_mode: bool,
 ) -> Result<(String, UrlSource), ConfigError> {
     if let Some(url) = overrides.url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
-        return Ok((url.to_owned(), UrlSource::Flag));
+        return Ok((url.to_owned(), UrlSource::Flag { prefix: overrides.flag_prefix }));
     }
     if let Some(url) = env.get("OPENCLAW_GATEWAY_URL") {
         return Ok((url.to_owned(), UrlSource::Env));
@@ -435,7 +438,7 @@ fn implicit_credentials(
     const TOKEN_ENV: &str = "OPENCLAW_GATEWAY_TOKEN";
     const PASSWORD_ENV: &str = "OPENCLAW_GATEWAY_PASSWORD";
     let (token_order, password_order): (&[Candidate], &[Candidate]) = match source {
-        UrlSource::Flag => {
+        UrlSource::Flag { .. } => {
             return Err(ConfigError::NoCredentials(format!(
                 "{} was given, so credentials must be explicit: pass {token_flags} or {password_flags} (secrets \
                  from the environment or the OpenClaw config are never sent to a URL given on the command line)",

@@ -14,7 +14,6 @@
 
 use std::time::Duration;
 
-use clawmcp_mcp::tool::render;
 use clawmcp_mcp::{CallContext, NodeEvent, ToolFailure, ToolFilter, ToolOutcome, Unserved};
 use clawmcp_node::{Caller, InvokeRequest, Registry};
 use serde::Deserialize;
@@ -174,9 +173,9 @@ async fn call_plugin_tool(
         Ok(command) => command,
         Err(reason) => return Completed::failed(INVALID_REQUEST, unserved(tool, reason, filter)),
     };
-    let structured = command.tool().output_schema.is_some();
-    let outcome = command.call(request(event, tool, arguments, Caller::GatewayPluginTool), context(cancel)).await;
-    let result = render(outcome, structured);
+    // An MCP call in all but transport: the arguments are checked against the published schema
+    // before the handler runs, as for an MCP client, and the answer is rendered for MCP.
+    let result = command.call_mcp(request(event, tool, arguments, Caller::GatewayPluginTool), context(cancel)).await;
     match serde_json::to_value(&result) {
         Ok(payload) => Completed { answer: Answer::Ok { payload }, events: Vec::new() },
         Err(error) => Completed::failed(UNAVAILABLE, format!("cannot encode the result of {tool}: {error}")),

@@ -272,3 +272,28 @@ async fn a_malformed_system_run_gets_upstreams_reason_over_the_gateway() {
     }
     setup.link.close().await;
 }
+
+/// A gateway plugin-tool call (`mcp.tools.call.v1`) is an MCP call in all but transport: its
+/// arguments are checked against the published schema before the handler runs, and the agent
+/// gets the MCP error result naming the argument, as an MCP client would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_tool_call_of_the_wrong_shape_is_refused_naming_the_argument() {
+    let setup = setup().await;
+    let call = json!({"server": "clawmcp", "tool": "system.which", "arguments": {"bins": 5}});
+    setup.fake.emit("node.invoke.request", invoke("pt1", "mcp.tools.call.v1", call, 30_000));
+    let result = result_of(&setup.fake, "pt1").await;
+    assert_eq!(result["ok"], true, "a tool failure is an MCP error result, not a failed invoke: {result}");
+    let payload_of =
+        |result: &Value| -> Value { serde_json::from_str(result["payloadJSON"].as_str().unwrap()).unwrap() };
+    let payload = payload_of(&result);
+    assert_eq!(payload["isError"], true, "{payload}");
+    let text = payload["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Invalid arguments for system.which: `bins` must be an array"), "{text}");
+
+    let fine = json!({"server": "clawmcp", "tool": "system.which", "arguments": {"bins": ["sh"]}});
+    setup.fake.emit("node.invoke.request", invoke("pt2", "mcp.tools.call.v1", fine, 30_000));
+    let result = result_of(&setup.fake, "pt2").await;
+    let payload = payload_of(&result);
+    assert_ne!(payload["isError"], true, "{payload}");
+    setup.link.close().await;
+}

@@ -328,7 +328,11 @@ fn the_gateway_flags_name_the_gateway_to_check() {
     assert_eq!(code, 0, "{document}");
     let up = finding(&document, "gateway for serve/tools");
     assert_eq!(up["level"], "ok", "{document}");
-    assert!(up["what"].as_str().unwrap().starts_with(&format!("gateway for serve/tools at {} (", fake.url())), "{up}");
+    assert_eq!(
+        up["what"],
+        format!("gateway for serve/tools at {} (--gateway-url)", fake.url()),
+        "the flag as given: {up}"
+    );
     assert!(up["why"].as_str().unwrap().contains(&token_file.display().to_string()), "the flag's file: {up}");
     assert_eq!(fake.requests("connect").pop().unwrap()["auth"]["token"], FAKE_TOKEN);
 

@@ -59,7 +59,10 @@ fn url_precedence_flag_env_remote_local() {
     let env_url = with(&base, &[("OPENCLAW_GATEWAY_URL", "wss://env.example"), ("OPENCLAW_GATEWAY_TOKEN", "env-tok")]);
 
     let target = resolve(&flag, &env_url).unwrap();
-    assert_eq!((target.url.as_str(), &target.url_source), ("wss://flag.example", &UrlSource::Flag));
+    assert_eq!((target.url.as_str(), &target.url_source), ("wss://flag.example", &UrlSource::Flag { prefix: "" }));
+    assert_eq!(target.url_source.to_string(), "--url");
+    // `node` and `doctor` name the URL flag as they spell it.
+    assert_eq!(UrlSource::Flag { prefix: "gateway-" }.to_string(), "--gateway-url");
     let target = resolve(&ConnectOverrides::default(), &env_url).unwrap();
     assert_eq!((target.url.as_str(), &target.url_source), ("wss://env.example", &UrlSource::Env));
     let target = resolve(&ConnectOverrides::default(), &base).unwrap();
