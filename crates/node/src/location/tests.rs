@@ -419,7 +419,11 @@ async fn gpsd_answers_the_fed_coordinates() {
     let host = GpsdHost::start(Some(at));
     let command = capability(host.dir.path(), host.config());
     let before = geoclue::now_ms();
-    let (accuracy, timestamp) = assert_at(call(&command, json!({"maxAge": 0})).await, at);
+    let outcome = call(&command, json!({"maxAge": 0})).await;
+    let payload = outcome.as_ref().ok().and_then(|output| output.payload.clone()).unwrap_or_default();
+    let schema = spec().output_schema.unwrap().to_value();
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&payload), "{payload} fits the published schema");
+    let (accuracy, timestamp) = assert_at(outcome, at);
     assert_recent(timestamp, before);
     assert!(accuracy > 0.0, "gpsd estimates the error from the HDOP fed (0.9): {accuracy}");
 }
