@@ -17,8 +17,8 @@ pub const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
 pub fn require(binary: &str, package: &str) {
     let on_path = Path::new(binary).is_absolute() && Path::new(binary).is_file()
         || std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).any(|dir| dir.join(binary).is_file()))
-        .unwrap_or(false)
+            .map(|path| std::env::split_paths(&path).any(|dir| dir.join(binary).is_file()))
+            .unwrap_or(false)
         || Path::new("/usr/libexec").join(binary).is_file();
     assert!(
         on_path,
@@ -202,7 +202,12 @@ pub fn private_bus(dir: &Path, service_dir: Option<&Path>, command: Command) -> 
 /// A private bus of `kind` (`session`, or `system` for a daemon such as geoclue that talks to
 /// the system bus; run it with `DBUS_SYSTEM_BUS_ADDRESS` set to the address). A system-type bus
 /// denies replies and signals by default, so its policy allows receiving from everyone too.
-pub fn private_bus_of_type(dir: &Path, service_dir: Option<&Path>, mut command: Command, kind: &str) -> (Spawned, String) {
+pub fn private_bus_of_type(
+    dir: &Path,
+    service_dir: Option<&Path>,
+    mut command: Command,
+    kind: &str,
+) -> (Spawned, String) {
     let config = dir.join("bus.conf");
     let service_dir = service_dir.map(|d| format!("<servicedir>{}</servicedir>", d.display())).unwrap_or_default();
     let config_text = format!(

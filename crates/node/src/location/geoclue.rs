@@ -100,7 +100,8 @@ impl GeoClue {
                 format!("no GeoClue2 service on the system bus ({SERVICE} is neither running nor activatable)"),
                 "apt install geoclue-2.0",
             )),
-            Some(Err(error)) => Err(no_bus(format!("no system D-Bus for GeoClue at {shown} ({error})"))),
+            // zbus's error names the address.
+            Some(Err(error)) => Err(no_bus(format!("no system D-Bus for GeoClue ({error})"))),
             None => Err(no_bus(format!(
                 "the system D-Bus at {shown} did not answer within {} ms",
                 PROBE_TIMEOUT.as_millis()
@@ -181,8 +182,10 @@ impl GeoClue {
             .call_method(Some(SERVICE), MANAGER_PATH, Some(MANAGER), "GetClient", &())
             .await
             .map_err(|error| refused_or_failed("GetClient", error))?;
-        let client: OwnedObjectPath =
-            reply.body().deserialize().map_err(|error| LocateError::Failed(format!("GetClient answered oddly: {error}")))?;
+        let client: OwnedObjectPath = reply
+            .body()
+            .deserialize()
+            .map_err(|error| LocateError::Failed(format!("GetClient answered oddly: {error}")))?;
         set_property(&connection, &client, "DesktopId", Variant::from(DESKTOP_ID))
             .await
             .map_err(|error| refused_or_failed("setting DesktopId", error))?;
@@ -301,8 +304,10 @@ async fn fix_on(session: &mut Session, level: u32, stage: &mut Stage) -> Result<
         .build()
         .map_err(Broken::Bus)?;
     let mut updates = zbus::MessageStream::for_match_rule(rule, connection, None).await.map_err(Broken::Bus)?;
-    let started =
-        connection.call_method(Some(SERVICE), client, Some(CLIENT), "Start", &()).await.map_err(|e| broken("Start", e))?;
+    let started = connection
+        .call_method(Some(SERVICE), client, Some(CLIENT), "Start", &())
+        .await
+        .map_err(|e| broken("Start", e))?;
     // Only GeoClue (the peer that answered Start) may announce the client's location: any peer
     // on the bus can emit a signal on that path.
     let geoclue = started.header().sender().map(|sender| sender.to_owned());
@@ -318,23 +323,27 @@ async fn fix_on(session: &mut Session, level: u32, stage: &mut Stage) -> Result<
         current.body().deserialize().map_err(|e| Broken::Said(LocateError::Failed(format!("odd Location: {e}"))))?;
     let current = OwnedObjectPath::try_from(current).ok().filter(|path| path.as_str() != "/");
     let known = current.filter(|path| session.answered.as_ref() != Some(path));
-    let location: OwnedObjectPath = if let Some(path) = known { path } else { loop {
-        match updates.next().await {
-            Some(Ok(message)) if message.header().sender().map(|s| s.to_owned()) == geoclue => {
-                match message.body().deserialize::<(OwnedObjectPath, OwnedObjectPath)>() {
-                    Ok((_, new)) if new.as_str() != "/" => break new,
-                    Ok(_) => continue,
-                    Err(error) => {
-                        return Err(Broken::Said(LocateError::Failed(format!(
-                            "GeoClue's LocationUpdated was odd: {error}"
-                        ))));
+    let location: OwnedObjectPath = if let Some(path) = known {
+        path
+    } else {
+        loop {
+            match updates.next().await {
+                Some(Ok(message)) if message.header().sender().map(|s| s.to_owned()) == geoclue => {
+                    match message.body().deserialize::<(OwnedObjectPath, OwnedObjectPath)>() {
+                        Ok((_, new)) if new.as_str() != "/" => break new,
+                        Ok(_) => continue,
+                        Err(error) => {
+                            return Err(Broken::Said(LocateError::Failed(format!(
+                                "GeoClue's LocationUpdated was odd: {error}"
+                            ))));
+                        }
                     }
                 }
+                Some(_) => continue,
+                None => return Err(Broken::Bus(zbus::Error::Failure("the system D-Bus closed the connection".into()))),
             }
-            Some(_) => continue,
-            None => return Err(Broken::Bus(zbus::Error::Failure("the system D-Bus closed the connection".into()))),
         }
-    } };
+    };
     let read = properties(connection, &location, LOCATION).await;
     stop(session).await;
     session.answered = Some(location);

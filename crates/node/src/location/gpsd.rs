@@ -25,7 +25,10 @@ const WATCH: &[u8] = b"?WATCH={\"enable\":true,\"json\":true}\n";
 /// Whether something accepts connections at gpsd's address (synchronous: an availability probe).
 pub fn probe(address: SocketAddr) -> Result<(), MissingBackend> {
     TcpStream::connect_timeout(&address, PROBE_TIMEOUT).map(drop).map_err(|error| {
-        MissingBackend::new(format!("no gpsd at {address} ({error})"), "apt install gpsd, and configure your receiver")
+        MissingBackend::new(
+            format!("no gpsd at {address} ({error})"),
+            "apt install gpsd, with your GPS receiver configured in /etc/default/gpsd",
+        )
     })
 }
 

@@ -211,7 +211,8 @@ impl Capability for LocationCapability {
 }
 
 fn spec() -> CommandSpec {
-    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
         name: "location.get",
         title: Some("Location"),
         description: Some(
@@ -249,6 +250,7 @@ fn spec() -> CommandSpec {
             .into(),
         ),
         annotations: ToolAnnotations::READ_ONLY,
+    }
     });
     SPEC.clone()
 }
@@ -264,9 +266,9 @@ struct Present {
     gpsd: bool,
 }
 
-const INSTALL_A_BACKEND: &str = "install GeoClue (apt install geoclue-2.0; it also needs a location agent: your \
-     desktop's, or geoclue-demo-agent on a machine without one) or gpsd (apt install gpsd, with your GPS receiver \
-     configured in /etc/default/gpsd)";
+const INSTALL_A_BACKEND: &str = "install GeoClue (apt install geoclue-2.0; it runs on the system D-Bus and needs \
+     a location agent: your desktop's, or geoclue-demo-agent on a machine without one) or gpsd (apt install gpsd, \
+     with your GPS receiver configured in /etc/default/gpsd)";
 
 impl Locator {
     /// The backends present, or what is missing and which package provides it (the gate's probe:
@@ -278,7 +280,7 @@ impl Locator {
             (Ok(()), gpsd) => Ok(Present { geoclue: true, gpsd: gpsd.is_ok() }),
             (Err(_), Ok(())) => Ok(Present { geoclue: false, gpsd: true }),
             (Err(no_geoclue), Err(no_gpsd)) => {
-                Err(MissingBackend::new(format!("{no_geoclue} and {no_gpsd}"), INSTALL_A_BACKEND))
+                Err(MissingBackend::new(format!("{} and {}", no_geoclue.what, no_gpsd.what), INSTALL_A_BACKEND))
             }
         }
     }
@@ -301,9 +303,9 @@ impl Locator {
     async fn locate(&self, args: &LocateArgs, cancel: &CancellationToken) -> Result<Fix, ToolFailure> {
         // Synchronous like the gate's probe: a bus round trip on a thread of its own (bounded) and
         // a loopback connect.
-        let present = self.present().map_err(|missing| {
-            ToolFailure::new(format!("Location not available: {missing}")).with_code(UNAVAILABLE)
-        })?;
+        let present = self
+            .present()
+            .map_err(|missing| ToolFailure::new(format!("Location not available: {missing}")).with_code(UNAVAILABLE))?;
         let deadline = Instant::now() + args.timeout;
         let timeout_ms = args.timeout.as_millis();
         let mut reasons = Vec::new();

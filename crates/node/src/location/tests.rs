@@ -445,8 +445,7 @@ async fn a_fix_younger_than_max_age_is_answered_without_asking_again() {
 
 #[test]
 fn the_cache_serves_only_requests_no_finer_than_its_fix() {
-    let locator =
-        Locator { geoclue: geoclue::GeoClue::new(None), config: Config::default(), cache: Mutex::new(None) };
+    let locator = Locator { geoclue: geoclue::GeoClue::new(None), config: Config::default(), cache: Mutex::new(None) };
     let fix = Fix { latitude: 1.0, longitude: 2.0, accuracy: 3.0, timestamp_ms: 4 };
     let ask = |accuracy, max_age_ms| LocateArgs {
         accuracy,
