@@ -578,3 +578,47 @@ fn a_denial_by_geoclue_is_the_permission_error() {
     let broke = failure(vec![("gpsd", LocateError::Failed("it closed the connection".into()))]);
     assert_eq!(broke.message, "Location failed: gpsd: it closed the connection");
 }
+
+#[tokio::test]
+async fn the_gateway_is_offered_location_get_exactly_while_it_is_served() {
+    let host = GpsdHost::start(Some(random_coordinates()));
+    let registry = crate::Registry::new();
+    registry.register(&LocationCapability::with_config(settings(host.dir.path(), false), host.config()));
+    let offered = |registry: &crate::Registry| -> Vec<String> {
+        registry
+            .gateway_surface(&crate::registry::ToolFilter::all())
+            .iter()
+            .map(|command| command.name().to_owned())
+            .collect()
+    };
+    assert!(offered(&registry).is_empty(), "off: not declared to the gateway");
+    switch(host.dir.path(), true);
+    assert_eq!(offered(&registry), ["location.get"]);
+    assert_eq!(registry.categories(), ["location"]);
+}
+
+#[tokio::test]
+async fn over_mcp_the_fix_is_the_text_and_the_structured_content() {
+    use clawmcp_mcp::McpService;
+    let at = random_coordinates();
+    let host = GpsdHost::start(Some(at));
+    let registry = crate::Registry::new();
+    registry.register(&LocationCapability::with_config(settings(host.dir.path(), true), host.config()));
+    let service = crate::NodeMcpService::new(Arc::new(registry));
+    let tool = service.list_tools().into_iter().find(|tool| tool.name == "location.get").expect("listed");
+    assert!(tool.output_schema.is_some());
+    let result = service.call_tool("location.get", Map::new(), CallContext::detached()).await;
+    assert!(!result.is_error, "{:?}", result.first_text());
+    let structured = result.structured_content.clone().expect("structuredContent");
+    let text: Value = serde_json::from_str(result.first_text().unwrap()).unwrap();
+    assert_eq!(text, structured);
+    assert!((structured["latitude"].as_f64().unwrap() - at.latitude).abs() < 1e-6, "{structured}");
+    assert!((structured["longitude"].as_f64().unwrap() - at.longitude).abs() < 1e-6, "{structured}");
+
+    // A value outside the schema is refused before the handler, naming the argument.
+    let mut bad = Map::new();
+    bad.insert("accuracy".into(), json!("exactish"));
+    let refused = service.call_tool("location.get", bad, CallContext::detached()).await;
+    assert!(refused.is_error);
+    assert!(refused.first_text().unwrap().contains("accuracy"), "{:?}", refused.first_text());
+}
