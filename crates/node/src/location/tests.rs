@@ -333,7 +333,8 @@ fn assert_at(outcome: ToolOutcome, expected: Coordinates) -> (f64, i64) {
 }
 
 /// The fix's time is the NMEA sentence's, which the feeder stamped with the clock's time: it lies
-/// between just before the call and its end (NMEA carries hundredths of a second).
+/// between `before` (taken before the daemons started) and now, give or take NMEA's hundredths
+/// of a second and a second's slack for clock steps.
 fn assert_recent(timestamp: i64, before: i64) {
     let after = geoclue::now_ms();
     assert!((before - 1_000..=after + 1_000).contains(&timestamp), "{before} <= {timestamp} <= {after}");
@@ -354,9 +355,10 @@ fn nmea_sentences_carry_the_coordinates_and_a_correct_checksum() {
 #[tokio::test]
 async fn geoclue_answers_the_fed_coordinates() {
     let at = random_coordinates();
+    // From before the daemons start: GeoClue may have read the feed since then.
+    let before = geoclue::now_ms();
     let host = GeoClueHost::start(Some(at), true).await;
     let command = capability(host.dir.path(), host.config());
-    let before = geoclue::now_ms();
     let (_, timestamp) = assert_at(call(&command, json!({"accuracy": "precise", "maxAge": 0})).await, at);
     assert_recent(timestamp, before);
 
@@ -416,9 +418,9 @@ async fn geoclue_without_an_agent_says_one_is_needed() {
 #[tokio::test]
 async fn gpsd_answers_the_fed_coordinates() {
     let at = random_coordinates();
+    let before = geoclue::now_ms();
     let host = GpsdHost::start(Some(at));
     let command = capability(host.dir.path(), host.config());
-    let before = geoclue::now_ms();
     let outcome = call(&command, json!({"maxAge": 0})).await;
     let payload = outcome.as_ref().ok().and_then(|output| output.payload.clone()).unwrap_or_default();
     let schema = spec().output_schema.unwrap().to_value();
