@@ -8,10 +8,10 @@
 //!
 //! The "Location" switch (`NodeLocationEnabled`, off by default) is read live: off, the command
 //! is not listed and a call answers `LOCATION_PERMISSION_REQUIRED` with how to turn it on. The
-//! backends, in order: GeoClue when the system bus has `org.freedesktop.GeoClue2` (running or
-//! activatable), then gpsd when something answers on its port. A call tries them in that order
-//! within one `locationTimeout`, so a GeoClue that cannot deliver (no agent, no source) falls back
-//! to gpsd with the time left. Neither present: the command is not listed, and `clawmcp node
+//! backends: GeoClue when the system bus has `org.freedesktop.GeoClue2` (running or
+//! activatable), and gpsd when something answers on its port. A call asks both at once within
+//! one `locationTimeout` and answers the first fix, so a GeoClue that cannot deliver (no agent, no
+//! source) does not keep gpsd's fix from the caller. Neither present: the command is not listed, and `clawmcp node
 //! status` / `clawmcp doctor` say which package to install.
 //!
 //! The answer is upstream's four keys exactly, `{latitude, longitude, accuracy, timestamp}`
@@ -308,27 +308,50 @@ impl Locator {
             .map_err(|missing| ToolFailure::new(format!("Location not available: {missing}")).with_code(UNAVAILABLE))?;
         let deadline = Instant::now() + args.timeout;
         let timeout_ms = args.timeout.as_millis();
+        // Both backends are asked at once, so a GeoClue without a fix does not eat the time gpsd
+        // needs: the first fix wins and the other is stopped (awaited, so GeoClue's client is
+        // stopped too). A refusal by GeoClue's agent also decides, unless a fix came first.
+        let both = cancel.child_token();
+        let level = args.accuracy.geoclue_level();
+        let geoclue = async {
+            match present.geoclue {
+                true => Some(self.geoclue.locate(level, deadline, timeout_ms, &both).await),
+                false => None,
+            }
+        };
+        let gpsd = async {
+            match present.gpsd {
+                true => Some(gpsd::locate(self.config.gpsd, deadline, timeout_ms, &both).await),
+                false => None,
+            }
+        };
+        tokio::pin!(geoclue, gpsd);
+        let (mut geoclue_done, mut gpsd_done) = (false, false);
+        let mut decided: Option<Result<Fix, ToolFailure>> = None;
         let mut reasons = Vec::new();
-        if present.geoclue {
-            match self.geoclue.locate(args.accuracy.geoclue_level(), deadline, timeout_ms, cancel).await {
-                Ok(fix) => {
-                    tracing::info!(backend = "geoclue", accuracy = fix.accuracy, "location fix");
-                    return Ok(fix);
+        while !(geoclue_done && gpsd_done) {
+            let (backend, answer) = tokio::select! {
+                answer = &mut geoclue, if !geoclue_done => { geoclue_done = true; ("GeoClue", answer) }
+                answer = &mut gpsd, if !gpsd_done => { gpsd_done = true; ("gpsd", answer) }
+            };
+            if decided.is_some() {
+                continue; // the other backend, stopped after the deciding answer
+            }
+            match answer {
+                None => {}
+                Some(Ok(fix)) => {
+                    tracing::info!(backend, accuracy = fix.accuracy, "location fix");
+                    decided = Some(Ok(fix));
+                    both.cancel();
                 }
-                Err(error) => reasons.push(("GeoClue", error)),
+                Some(Err(error @ LocateError::Denied(_))) => {
+                    decided = Some(Err(failure(vec![(backend, error)])));
+                    both.cancel();
+                }
+                Some(Err(error)) => reasons.push((backend, error)),
             }
         }
-        let tried_geoclue = !reasons.is_empty();
-        if present.gpsd && !matches!(reasons.last(), Some((_, LocateError::Cancelled | LocateError::Denied(_)))) {
-            match gpsd::locate(self.config.gpsd, deadline, timeout_ms, cancel).await {
-                Ok(fix) => {
-                    tracing::info!(backend = "gpsd", tried_geoclue, accuracy = fix.accuracy, "location fix");
-                    return Ok(fix);
-                }
-                Err(error) => reasons.push(("gpsd", error)),
-            }
-        }
-        Err(failure(reasons))
+        decided.unwrap_or_else(|| Err(failure(reasons)))
     }
 }
 

@@ -624,3 +624,22 @@ async fn over_mcp_the_fix_is_the_text_and_the_structured_content() {
     assert!(refused.is_error);
     assert!(refused.first_text().unwrap().contains("accuracy"), "{:?}", refused.first_text());
 }
+
+#[tokio::test]
+async fn with_both_backends_the_first_fix_wins() {
+    // GeoClue has no fix (and would wait the whole time-out); gpsd has one: gpsd's is answered.
+    let at = random_coordinates();
+    let silent_geoclue = GeoClueHost::start(None, true).await;
+    let gpsd = GpsdHost::start(Some(at));
+    let config = Config { system_bus: Some(silent_geoclue.address.clone()), gpsd: gpsd.address };
+    let command = capability(silent_geoclue.dir.path(), config);
+    assert_at(call(&command, json!({"locationTimeout": MAX_TIMEOUT_MS})).await, at);
+    // And the other way round: GeoClue's fix while gpsd's receiver has none.
+    let other = random_coordinates();
+    silent_geoclue.feeder.feed(Some(other));
+    gpsd.feeder.feed(None);
+    let fresh_gpsd = GpsdHost::start(None);
+    let config = Config { system_bus: Some(silent_geoclue.address.clone()), gpsd: fresh_gpsd.address };
+    let command = capability(fresh_gpsd.dir.path(), config);
+    assert_at(call(&command, json!({"locationTimeout": MAX_TIMEOUT_MS, "maxAge": 0})).await, other);
+}
