@@ -216,7 +216,7 @@ fn spec() -> CommandSpec {
         name: "location.get",
         title: Some("Location"),
         description: Some(
-            "Where this machine is, from GeoClue (GPS, Wi-Fi, cell, or an NMEA feed) or else gpsd. accuracy default \
+            "Where this machine is, from GeoClue (GPS, Wi-Fi, cell, or an NMEA feed) and gpsd, asked at once. accuracy default \
              (the best source there is; precise and high are the same) or coarse (city-level sources only, never \
              GPS); maxAge ms (default 30000): \
              a fix at least as precise taken within it is returned at once, 0 always asks anew; locationTimeout ms \

@@ -163,7 +163,7 @@ impl Drop for Feeder {
 struct GeoClueHost {
     agent: Option<Spawned>,
     geoclue: Spawned,
-    _bus: Spawned,
+    bus: Spawned,
     feeder: Feeder,
     address: String,
     dir: tempfile::TempDir,
@@ -172,11 +172,11 @@ struct GeoClueHost {
 impl GeoClueHost {
     async fn start(first: Option<Coordinates>, with_agent: bool) -> GeoClueHost {
         let dir = tempfile::tempdir().unwrap();
-        let (bus, address) = private_bus_of_type(dir.path(), None, Process::new("dbus-daemon"), "system");
+        let (bus, address) = system_bus(dir.path());
         let socket = dir.path().join("nmea.sock");
         let feeder = Feeder::unix(&socket, first);
         let geoclue = start_geoclue(dir.path(), &address, &socket).await;
-        let mut host = GeoClueHost { agent: None, geoclue, _bus: bus, feeder, address, dir };
+        let mut host = GeoClueHost { agent: None, geoclue, bus, feeder, address, dir };
         if with_agent {
             host.start_agent().await;
         }
@@ -210,9 +210,32 @@ impl GeoClueHost {
         self.start_agent().await;
     }
 
+    /// Restarts the bus at the same address, then geoclue and the agent on it: every connection
+    /// to the old bus is closed.
+    async fn restart_bus(&mut self) {
+        self.agent = None;
+        let _ = self.geoclue.child.kill();
+        let _ = self.geoclue.child.wait();
+        let _ = self.bus.child.kill();
+        let _ = self.bus.child.wait();
+        let _ = std::fs::remove_file(self.dir.path().join("bus"));
+        let (bus, address) = system_bus(self.dir.path());
+        assert_eq!(address, self.address, "the same socket");
+        self.bus = bus;
+        self.restart_geoclue().await;
+    }
+
     fn config(&self) -> Config {
         Config { system_bus: Some(self.address.clone()), gpsd: closed_port() }
     }
+}
+
+/// A private system bus in `dir`, its address without the server's guid (a bus restarted on the
+/// same socket has another, and a client checks the one it was given).
+fn system_bus(dir: &Path) -> (Spawned, String) {
+    let (bus, address) = private_bus_of_type(dir, None, Process::new("dbus-daemon"), "system");
+    let address = address.split(',').filter(|part| !part.starts_with("guid=")).collect::<Vec<_>>().join(",");
+    (bus, address)
 }
 
 async fn start_geoclue(dir: &Path, address: &str, socket: &Path) -> Spawned {
@@ -376,13 +399,18 @@ async fn geoclue_answers_the_fed_coordinates() {
 }
 
 #[tokio::test]
-async fn geoclue_restarted_between_calls_is_reconnected() {
+async fn geoclue_or_its_bus_restarted_between_calls_is_reconnected() {
     let at = random_coordinates();
     let mut host = GeoClueHost::start(Some(at), true).await;
     let command = capability(host.dir.path(), host.config());
     assert_at(call(&command, json!({"maxAge": 0, "accuracy": "precise"})).await, at);
     host.restart_geoclue().await;
     assert_at(call(&command, json!({"maxAge": 0, "accuracy": "precise"})).await, at);
+    // The bus itself restarted: the kept connection is closed, and a new one is made.
+    host.restart_bus().await;
+    let moved = random_coordinates();
+    host.feeder.feed(Some(moved));
+    assert_at(call(&command, json!({"maxAge": 0, "accuracy": "precise"})).await, moved);
 }
 
 #[tokio::test]
@@ -542,7 +570,7 @@ async fn without_geoclue_or_gpsd_it_is_not_listed_and_says_what_to_install() {
     assert!(failure.message.contains("location.get is not available on this machine"), "{}", failure.message);
 
     // A system bus without GeoClue says that instead.
-    let (_bus, address) = private_bus_of_type(dir.path(), None, Process::new("dbus-daemon"), "system");
+    let (_bus, address) = system_bus(dir.path());
     let command = capability(dir.path(), Config { system_bus: Some(address), gpsd });
     let reason = command.unavailable_reason().unwrap();
     assert!(reason.contains("no GeoClue2 service on the system bus"), "{reason}");
