@@ -312,6 +312,12 @@ pub struct CallArgs {
     #[arg(long, requires = "output_file")]
     pub force: bool,
 
+    /// For file.create: the file whose bytes it creates on the node, sent over the node's file
+    /// channel with its size and sha256 (which --params must not give). --params gives the rest,
+    /// e.g. '{"path":"/home/me/copy.bin"}'. Shows a progress bar on a terminal.
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath, conflicts_with_all = ["list_tools", "stdio", "output_file"])]
+    pub input_file: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub endpoint: EndpointArgs,
 }

@@ -156,6 +156,12 @@ impl NodeClient {
         Some(self.clone().with_bearer(fresh))
     }
 
+    /// This client declaring `command` as a file command (`X-OpenClaw-File-Command`), for its
+    /// `tools/call` only (see [`McpClient::declaring_file_command`]).
+    pub fn declaring_file_command(&self, command: &str) -> Self {
+        NodeClient { mcp: self.mcp.declaring_file_command(command) }
+    }
+
     /// Sends `MCP-Protocol-Version` from now on (the relay, once it relayed `initialize`).
     pub fn set_protocol_version(&mut self, version: &str) {
         self.mcp.set_protocol_version(version);

@@ -35,3 +35,19 @@ pub fn progress(text: &str) {
     // One line per message whatever the node sent: a message is the node's, not ours to lay out.
     eprintln!("progress: {}", text.replace(['\n', '\r'], " "));
 }
+
+/// The bar of a file moving over the node's file channel, on stderr: bytes, rate and ETA (a
+/// spinner with bytes and rate when the size is unknown). Hidden when stderr is not a terminal,
+/// so scripts and logs see only the result and the notes.
+pub fn transfer_bar(verb: &str, total: Option<u64>) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+    let template = match total {
+        Some(_) => format!("{verb} {{bar:30}} {{bytes}}/{{total_bytes}} {{bytes_per_sec}} ETA {{eta}}"),
+        None => format!("{verb} {{spinner}} {{bytes}} {{bytes_per_sec}}"),
+    };
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}

@@ -42,6 +42,10 @@ use tokio::net::TcpStream;
 /// result (screenshots), bounded so a wrong endpoint cannot exhaust memory.
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The response cap of a declared file command ([`McpClient::declaring_file_command`]): the
+/// node's 24 MiB file allowance for the result, and room for the event stream around it.
+pub const FILE_RESPONSE_BYTES: usize = 25 * 1024 * 1024;
+
 /// The default time one exchange may take ([`McpClient::with_timeout`]).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -63,6 +67,8 @@ pub struct McpClient {
     protocol_version: Option<HeaderValue>,
     /// The session the server assigned at `initialize`, echoed on every later message.
     session_id: Option<HeaderValue>,
+    /// The file command every message declares (`X-OpenClaw-File-Command`), if any.
+    file_command: Option<HeaderValue>,
 }
 
 /// What the server answered to one message ([`McpClient::post`]).
@@ -121,6 +127,7 @@ impl McpClient {
             max_response_bytes: MAX_RESPONSE_BYTES,
             protocol_version: None,
             session_id: None,
+            file_command: None,
         }
     }
 
@@ -159,6 +166,19 @@ impl McpClient {
     pub fn with_max_response_bytes(mut self, limit: usize) -> Self {
         self.max_response_bytes = limit;
         self
+    }
+
+    /// This client, declaring `command` in `X-OpenClaw-File-Command` on every message
+    /// (`docs/node-http.md` §12): the node then reads its body and answers its result under the
+    /// file allowance, so its response cap becomes [`FILE_RESPONSE_BYTES`] too. Only for the
+    /// `tools/call` of that command: the node refuses the header on anything else. A command
+    /// that is not a header value is not declared.
+    pub fn declaring_file_command(&self, command: &str) -> Self {
+        McpClient {
+            file_command: HeaderValue::from_str(command).ok(),
+            max_response_bytes: self.max_response_bytes.max(FILE_RESPONSE_BYTES),
+            ..self.clone()
+        }
     }
 
     /// Sends `MCP-Protocol-Version: <version>` from now on (what [`initialize`](Self::initialize)
@@ -362,6 +382,9 @@ impl McpClient {
         }
         if let Some(session) = &self.session_id {
             request = request.header(SESSION_ID_HEADER, session);
+        }
+        if let Some(command) = &self.file_command {
+            request = request.header("x-openclaw-file-command", command);
         }
         // Every part was checked above (the path came from a parsed URI).
         let request = request.body(Full::new(body)).expect("a request of checked parts");

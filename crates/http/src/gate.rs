@@ -57,6 +57,12 @@ pub(crate) enum Refusal {
     MethodNotAllowed,
     UnsupportedMediaType,
     TooLarge,
+    /// Over the file allowance of a declared file command.
+    FileEnvelopeTooLarge,
+    /// `X-OpenClaw-File-Command` repeated, not ASCII, or naming no file command of this server.
+    FileCommandUnknown,
+    /// `X-OpenClaw-File-Command` names another command than the body's `tools/call`.
+    FileCommandMismatch,
     TimedOut,
     Busy,
     BadBody,
@@ -73,7 +79,8 @@ impl Refusal {
             Refusal::Unauthorized => StatusCode::UNAUTHORIZED,
             Refusal::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Refusal::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::TooLarge | Refusal::FileEnvelopeTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::FileCommandUnknown | Refusal::FileCommandMismatch => StatusCode::BAD_REQUEST,
             Refusal::TimedOut => StatusCode::REQUEST_TIMEOUT,
             Refusal::Busy => StatusCode::SERVICE_UNAVAILABLE,
             Refusal::BadBody => StatusCode::BAD_REQUEST,
@@ -91,7 +98,19 @@ impl Refusal {
             Refusal::Unauthorized => "missing or invalid bearer token",
             Refusal::MethodNotAllowed => "POST only",
             Refusal::UnsupportedMediaType => "application/json required",
-            Refusal::TooLarge => "request body too large",
+            Refusal::TooLarge => {
+                "request body too large (over 4 MiB; a file command sent with X-OpenClaw-File-Command: <command> may \
+                 carry up to 24 MiB)"
+            }
+            Refusal::FileEnvelopeTooLarge => "request body too large for a file command (over its 24 MiB allowance)",
+            Refusal::FileCommandUnknown => {
+                "X-OpenClaw-File-Command must be sent once and name a file command this server serves (file.fetch, \
+                 file.write, ...: docs/node-http.md §12)"
+            }
+            Refusal::FileCommandMismatch => {
+                "X-OpenClaw-File-Command names another command than the tools/call in the body: send the header only \
+                 with a tools/call of that command"
+            }
             Refusal::TimedOut => "request timed out",
             Refusal::Busy => "server busy",
             Refusal::BadBody => "request body could not be read",
@@ -191,6 +210,7 @@ pub(crate) struct Headers<'a> {
     protocol_version: Once<'a>,
     mcp_method: Once<'a>,
     mcp_name: Once<'a>,
+    file_command: Once<'a>,
 }
 
 /// A header that may appear at most once, as seen in the map.
@@ -260,6 +280,7 @@ impl<'a> Headers<'a> {
                     "mcp-protocol-version" => seen.protocol_version.see(value),
                     "mcp-method" => seen.mcp_method.see(value),
                     "mcp-name" => seen.mcp_name.see(value),
+                    "x-openclaw-file-command" => seen.file_command.see(value),
                     _ => {}
                 }
             }
@@ -278,6 +299,17 @@ impl<'a> Headers<'a> {
                 self.accepts_plain_text = true;
             }
         }
+    }
+}
+
+/// The file command a request declares in `X-OpenClaw-File-Command` (`docs/node-http.md` §12),
+/// if any; a repeated or non-visible-ASCII value is refused. Whether this server has the command
+/// is the caller's check.
+pub(crate) fn file_command<'a>(headers: &Headers<'a>) -> Result<Option<&'a str>, Refusal> {
+    match headers.file_command {
+        Once::Absent => Ok(None),
+        Once::One(value) => value.to_str().map(Some).map_err(|_| Refusal::FileCommandUnknown),
+        Once::Repeated(_) => Err(Refusal::FileCommandUnknown),
     }
 }
 

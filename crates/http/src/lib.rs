@@ -29,7 +29,7 @@ pub mod server;
 mod sse;
 pub mod token;
 
-pub use limits::{Limits, MAX_BODY_BYTES};
+pub use limits::{FILE_ENVELOPE_BYTES, Limits, MAX_BODY_BYTES};
 pub use server::{BindError, HttpConfig, HttpServer, bind};
 
 /// Entry points for the fuzz targets in `fuzz/` only: hidden, not an API. Each forwards to one of

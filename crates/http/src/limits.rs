@@ -13,6 +13,12 @@ use clawmcp_mcp::server::CANCEL_GRACE;
 /// accepted.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// The file allowance (`docs/node-http.md` §12, `X-OpenClaw-File-Command`): the largest body,
+/// and the largest encoded result, of a request that declares a file command. 24 MiB holds the
+/// biggest unary file upstream moves, 16 MiB, as base64 (22,369,624 bytes) with its JSON
+/// around it; upstream's own figure (`FileTransportJson.EnvelopeBytes`) is not published.
+pub const FILE_ENVELOPE_BYTES: usize = 24 * 1024 * 1024;
+
 /// The bounds of one server. All fields are public so the CLI and tests can adjust them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -20,8 +26,16 @@ pub struct Limits {
     /// is parsed.
     pub max_body_bytes: usize,
     /// Requests that may read and parse a body at once (32 ingress readers, `docs/node-http.md`
-    /// §4). Bounds the memory held by bodies in flight to `ingress_readers * max_body_bytes`.
+    /// §4). Bounds the memory held by bodies in flight to `ingress_readers * max_body_bytes`
+    /// (plus `file_envelopes * file_envelope_bytes` for declared file commands).
     pub ingress_readers: usize,
+    /// Largest body, and largest encoded result, of a request declaring a file command in
+    /// `X-OpenClaw-File-Command` ([`FILE_ENVELOPE_BYTES`]).
+    pub file_envelope_bytes: usize,
+    /// Declared unary file requests held at once, body through result (2, `docs/node-http.md`
+    /// §12: "Only two unary file envelopes/results can be retained concurrently"). A declared
+    /// call that streams over the file channel gives its place back once its body is parsed.
+    pub file_envelopes: usize,
     /// `tools/call` handlers at once (16, `docs/node-http.md` §4). Tool calls run for minutes, so
     /// they get a pool of their own.
     pub tool_slots: usize,
@@ -81,6 +95,8 @@ impl Default for Limits {
         Limits {
             max_body_bytes: MAX_BODY_BYTES,
             ingress_readers: 32,
+            file_envelope_bytes: FILE_ENVELOPE_BYTES,
+            file_envelopes: 2,
             tool_slots: 16,
             control_slots: 8,
             slot_wait: Duration::from_millis(50),

@@ -19,6 +19,8 @@ pub(crate) struct Pools {
     ingress: Arc<Semaphore>,
     tool: Arc<Semaphore>,
     control: Arc<Semaphore>,
+    /// Declared file envelopes (`X-OpenClaw-File-Command`), held from the body read to the answer.
+    file_envelope: Arc<Semaphore>,
     wait: Duration,
 }
 
@@ -28,6 +30,7 @@ impl Pools {
             ingress: Arc::new(Semaphore::new(limits.ingress_readers)),
             tool: Arc::new(Semaphore::new(limits.tool_slots)),
             control: Arc::new(Semaphore::new(limits.control_slots)),
+            file_envelope: Arc::new(Semaphore::new(limits.file_envelopes)),
             wait: limits.slot_wait,
         }
     }
@@ -35,6 +38,11 @@ impl Pools {
     /// A slot for reading and parsing one body.
     pub(crate) async fn ingress(&self) -> Result<OwnedSemaphorePermit, Refusal> {
         self.acquire(&self.ingress).await
+    }
+
+    /// A place for one declared file envelope, body and result.
+    pub(crate) async fn file_envelope(&self) -> Result<OwnedSemaphorePermit, Refusal> {
+        self.acquire(&self.file_envelope).await
     }
 
     /// A slot for handling one message of `class`.

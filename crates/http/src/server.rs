@@ -334,22 +334,53 @@ async fn answer<S: McpService + ?Sized>(
         _ => return Err(Refusal::MethodNotAllowed),
     }
     gate::require_json(&headers)?;
-    gate::refuse_declared_oversize(&body, limits.max_body_bytes)?;
+    // A declared file command (`docs/node-http.md` §12) reads and answers under the file
+    // allowance, holding one of the few file envelopes; it must be one of the service's file
+    // commands, and (checked once parsed) the body's own tools/call.
+    let file_command = gate::file_command(&headers)?.map(str::to_owned);
+    if let Some(command) = &file_command
+        && !shared.mcp.service().is_file_command(command)
+    {
+        return Err(Refusal::FileCommandUnknown);
+    }
+    let (max_body, too_large) = match file_command {
+        Some(_) => (limits.file_envelope_bytes, Refusal::FileEnvelopeTooLarge),
+        None => (limits.max_body_bytes, Refusal::TooLarge),
+    };
+    gate::refuse_declared_oversize(&body, max_body).map_err(|_| too_large)?;
     let accepts_event_stream = gate::accepts_event_stream(&headers);
     let protocol_version = gate::protocol_version(&headers);
     let routing = gate::routing_headers(&headers);
 
     let deadline = received + limits.request_timeout;
+    let mut file_envelope = match file_command {
+        Some(_) => Some(shared.pools.file_envelope().await?),
+        None => None,
+    };
     let ingress = shared.pools.ingress().await?;
     let body_deadline = deadline.min(received + limits.body_read_timeout);
     // Shutdown (the parent of every request's token) also ends a body read.
-    let body = read_body(body, limits.max_body_bytes, body_deadline, &shared.requests).await?;
+    let body = read_body(body, max_body, body_deadline, &shared.requests)
+        .await
+        .map_err(|refusal| if refusal == Refusal::TooLarge { too_large } else { refusal })?;
     let message = match jsonrpc::parse(&body) {
         Ok(message) => message,
         Err(rejection) => return Ok(whole(jsonrpc_response(jsonrpc::rejection_frame(rejection)))),
     };
     drop(body);
     drop(ingress);
+    if let Some(command) = &file_command {
+        match declared_file_call(&message) {
+            Some(call) if call.name == *command => {
+                // Its bytes go over the file channel: the envelope was only the metadata.
+                if call.streams {
+                    file_envelope = None;
+                }
+            }
+            _ => return Err(Refusal::FileCommandMismatch),
+        }
+    }
+    let result_allowance = file_envelope.is_some().then_some(limits.file_envelope_bytes);
     let stateless = match shared.mcp.http_era(&message, &routing) {
         HttpEra::Legacy => false,
         HttpEra::Stateless => true,
@@ -391,19 +422,25 @@ async fn answer<S: McpService + ?Sized>(
             message,
             transport_cancel,
             deadline,
-            slot: handler_slot,
+            slots: (handler_slot, file_envelope),
             protocol_version,
             auth_generation,
+            result_allowance,
         };
         return Ok(stream_answer(shared, call, cancel_on_disconnect, activity));
     }
     let dispatch = dispatch_bounded(
         shared.mcp.clone(),
         message,
-        RequestContext { protocol_version, auth_generation, ..RequestContext::new(transport_cancel.clone()) },
+        RequestContext {
+            protocol_version,
+            auth_generation,
+            result_allowance,
+            ..RequestContext::new(transport_cancel.clone())
+        },
         deadline,
         limits.abandon_after_cancel,
-        handler_slot,
+        (handler_slot, file_envelope),
     );
     let handled = match class {
         // A tool call runs as its own task: when the client disconnects, hyper drops this
@@ -437,9 +474,39 @@ struct StreamedCall {
     message: Incoming,
     transport_cancel: CancellationToken,
     deadline: Instant,
-    slot: OwnedSemaphorePermit,
+    slots: Slots,
     protocol_version: Option<ProtocolVersion>,
     auth_generation: Option<u64>,
+    result_allowance: Option<usize>,
+}
+
+/// What a running message holds: its handler slot and, for a declared unary file command, its
+/// file envelope.
+type Slots = (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>);
+
+/// The `tools/call` a declared file request must be: its command, and whether it attaches a file
+/// channel (its bytes then stream there).
+struct DeclaredFileCall {
+    name: String,
+    streams: bool,
+}
+
+fn declared_file_call(message: &Incoming) -> Option<DeclaredFileCall> {
+    // Borrowed and skipped, not copied: the arguments may be the whole 24 MiB envelope.
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+        #[serde(rename = "_meta", default, borrow)]
+        meta: Option<std::collections::HashMap<std::borrow::Cow<'a, str>, serde::de::IgnoredAny>>,
+    }
+    let Incoming::Request { method, params: Some(params), .. } = message else { return None };
+    if method != "tools/call" {
+        return None;
+    }
+    let params: Params<'_> = serde_json::from_str(params.get()).ok()?;
+    let streams = params.meta.is_some_and(|meta| meta.contains_key(clawmcp_mcp::FILE_CHANNEL_EXTENSION));
+    Some(DeclaredFileCall { name: params.name.into_owned(), streams })
 }
 
 /// Answers a `tools/call` that asked for progress as an event stream (see `sse`). The call runs
@@ -453,16 +520,31 @@ fn stream_answer<S: McpService + ?Sized>(
     cancel_on_disconnect: DropGuard,
     activity: RequestActivity,
 ) -> Response<ResponseBody> {
-    let StreamedCall { id, message, transport_cancel, deadline, slot, protocol_version, auth_generation } = call;
+    let StreamedCall {
+        id,
+        message,
+        transport_cancel,
+        deadline,
+        slots,
+        protocol_version,
+        auth_generation,
+        result_allowance,
+    } = call;
     let (sink, progress) = sse::progress_channel();
     let (answer, response) = oneshot::channel();
     // What a plain request would have got as 408 (a handler that ignored cancellation) is, once
     // the 200 is out, the tool error a transport timeout gives.
     let timed_out = jsonrpc::success_frame(&id, &ToolResult::error(TIMED_OUT));
     let fallback = jsonrpc::error_frame(Some(&id), &RpcError::internal());
-    let ctx = RequestContext { transport_cancel, sink: Some(Arc::new(sink)), protocol_version, auth_generation };
+    let ctx = RequestContext {
+        transport_cancel,
+        sink: Some(Arc::new(sink)),
+        protocol_version,
+        auth_generation,
+        result_allowance,
+    };
     let abandon_after = shared.limits.abandon_after_cancel;
-    let dispatch = dispatch_bounded(shared.mcp.clone(), message, ctx, deadline, abandon_after, slot);
+    let dispatch = dispatch_bounded(shared.mcp.clone(), message, ctx, deadline, abandon_after, slots);
     shared.tasks.spawn(async move {
         let frame = match dispatch.await {
             Handled::Answered(Some(frame)) => frame,
@@ -476,15 +558,16 @@ fn stream_answer<S: McpService + ?Sized>(
     sse::event_stream(EventSources { progress, response, fallback }, (cancel_on_disconnect, activity))
 }
 
-/// Runs one message through the dispatcher under the request deadline. Holding `_slot` for the
-/// whole run keeps a cancelled tool counted until it has actually stopped.
+/// Runs one message through the dispatcher under the request deadline. Holding `_slots` for the
+/// whole run keeps a cancelled tool counted until it has actually stopped (and a file envelope
+/// held until its result is encoded).
 async fn dispatch_bounded<S: McpService + ?Sized>(
     mcp: Arc<McpServer<S>>,
     message: Incoming,
     ctx: RequestContext,
     deadline: Instant,
     abandon_after: Duration,
-    _slot: OwnedSemaphorePermit,
+    _slots: Slots,
 ) -> Handled {
     let transport_cancel = ctx.transport_cancel.clone();
     let dispatch = mcp.dispatch(message, ctx);

@@ -52,7 +52,13 @@ async fn declared_body_one_byte_over_is_refused_before_any_byte_is_sent() {
     let head = h.client.raw_post_head(&format!("Content-Length: {}\r\n", MAX_BODY_BYTES + 1));
     let answer = h.client.raw(head.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 413 Payload Too Large\r\n"), "{answer}");
-    assert!(answer.ends_with("\r\n\r\nrequest body too large"), "{answer}");
+    assert!(
+        answer.ends_with(
+            "\r\n\r\nrequest body too large (over 4 MiB; a file command sent with X-OpenClaw-File-Command: <command> \
+             may carry up to 24 MiB)"
+        ),
+        "{answer}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -39,8 +39,8 @@ pub use cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy};
 pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use params::ParamsError;
 pub use server::{
-    CANCELLED, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext, ServerInfo, TIMED_OUT,
-    VersionRule, WireStyle,
+    CANCELLED, FILE_CHANNEL_EXTENSION, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext,
+    ServerInfo, TIMED_OUT, VersionRule, WireStyle,
 };
 pub use tool::{Handler, NodeEvent, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet, Unserved};
 pub use tool_filter::{ToolFilter, ToolFilterError};

@@ -110,7 +110,20 @@ pub trait McpService: Send + Sync + 'static {
 
     /// A notification outside the MCP table. Ignored by default.
     fn notification(&self, _method: &str, _params: Option<Value>) {}
+
+    /// Whether `name` is one of this service's file commands, whose request may declare itself
+    /// to the HTTP transport (`X-OpenClaw-File-Command`) for the transport's file allowance of
+    /// body and result (docs/node-http.md §12). None by default.
+    fn is_file_command(&self, _name: &str) -> bool {
+        false
+    }
 }
+
+/// The `_meta` key of a `tools/call` that attaches an OpenClaw file channel, and that extension's
+/// `experimental` capability name (docs/node-http.md §12). Here, in the core, because the HTTP
+/// transport reads it too: a declared file call that streams over a channel gives its file
+/// envelope back once parsed.
+pub const FILE_CHANNEL_EXTENSION: &str = "openclaw/file-channel";
 
 /// The small wire conventions in which upstream programs differ, so each surface can answer
 /// exactly like the program it replaces. Everything else about the protocol is the same on every
@@ -235,11 +248,20 @@ pub struct RequestContext {
     /// token as one numbered snapshot (a rotation gives the next number), read in the same
     /// check that accepted the bearer. `None` on a transport without authentication (stdio).
     pub auth_generation: Option<u64>,
+    /// The most bytes this call's encoded result may take, when the transport grants it more
+    /// than [`MAX_TOOL_RESULT_BYTES`] (a declared file command's allowance); `None`: that bound.
+    pub result_allowance: Option<usize>,
 }
 
 impl RequestContext {
     pub fn new(transport_cancel: CancellationToken) -> Self {
-        RequestContext { transport_cancel, sink: None, protocol_version: None, auth_generation: None }
+        RequestContext {
+            transport_cancel,
+            sink: None,
+            protocol_version: None,
+            auth_generation: None,
+            result_allowance: None,
+        }
     }
 }
 
@@ -477,13 +499,15 @@ impl<S: McpService + ?Sized> McpServer<S> {
             }
             "tools/call" => {
                 let name = call_name(params);
+                let limit = ctx.result_allowance.map_or(MAX_TOOL_RESULT_BYTES, |more| more.max(MAX_TOOL_RESULT_BYTES));
                 let result = self.tools_call(Some(id), params, ctx).await?;
                 let encoded = self.encode_result(&result, version)?;
                 match encoded.get().len() {
-                    len if len <= MAX_TOOL_RESULT_BYTES => Ok(encoded),
+                    len if len <= limit => Ok(encoded),
                     len => {
                         tracing::warn!(tool = %name, bytes = len, "tool result over the response limit; answered with an error");
-                        self.encode_result(&ToolResult::error(oversized_result(&name, len)), version)
+                        let declarable = limit == MAX_TOOL_RESULT_BYTES && self.service.is_file_command(&name);
+                        self.encode_result(&ToolResult::error(oversized_result(&name, len, limit, declarable)), version)
                     }
                 }
             }
@@ -695,12 +719,19 @@ struct ToolExecution {
 /// or the gateway would refuse or choke on. Twice the 4 MiB request bound both transports use.
 pub const MAX_TOOL_RESULT_BYTES: usize = 8 * 1024 * 1024;
 
-/// The error a result over [`MAX_TOOL_RESULT_BYTES`] is replaced with.
-fn oversized_result(tool: &str, bytes: usize) -> String {
+/// The error a result over its `limit` is replaced with; `declarable`: a file command that could
+/// have declared itself for the file allowance.
+fn oversized_result(tool: &str, bytes: usize, limit: usize, declarable: bool) -> String {
+    let remedy = match declarable {
+        true => {
+            "Send the call with the header `X-OpenClaw-File-Command: <the command>` (its file allowance), or move \
+             the bytes over the file channel (`transport: \"binary\"`, `clawmcp call ... --output-file`)."
+        }
+        false => "Ask for less (a narrower pattern, a line range, output redirected to a file read in parts).",
+    };
     format!(
-        "The result of {tool} was {bytes} bytes once encoded, over the {MAX_TOOL_RESULT_BYTES}-byte limit for a \
-         tool result, so it was not sent. Ask for less (a narrower pattern, a line range, output redirected to a \
-         file read in parts)."
+        "The result of {tool} was {bytes} bytes once encoded, over the {limit}-byte limit for a tool result, so it \
+         was not sent. {remedy}"
     )
 }
 

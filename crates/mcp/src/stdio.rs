@@ -177,6 +177,7 @@ where
             sink: Some(sink.clone()),
             protocol_version: None,
             auth_generation: None,
+            result_allowance: None,
         };
         match McpServer::<S>::classify(&message) {
             MessageClass::Control => {

@@ -221,6 +221,12 @@ impl McpService for NodeMcpService {
         capabilities
     }
 
+    /// The file allowance is the node HTTP listener's (the service with the file channel), for
+    /// the file-transfer commands this node serves.
+    fn is_file_command(&self, name: &str) -> bool {
+        self.file_channels.is_some() && crate::files::TRANSFER_COMMANDS.contains(&name) && self.filter.allows(name)
+    }
+
     fn custom_request<'a>(
         &'a self,
         method: &'a str,

@@ -14,7 +14,8 @@ use clawmcp_http::{HttpConfig, Limits};
 use clawmcp_mcp::client::Answer;
 use clawmcp_mcp::{DuplicatePolicy, McpServer, RequestId, ServerInfo};
 use clawmcp_node::approvals::ExecApprovals;
-use clawmcp_node::files::channel::frame::{self, Frame, Reassembler};
+use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure};
+use clawmcp_node::files::channel::frame;
 use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::{NodeMcpService, Registry};
 use serde_json::{Value, json};
@@ -114,103 +115,43 @@ fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The client's side of one channel: its lease, the output cursor, the input sequence, the
-/// frames reassembled, the next input message number.
-struct Channel<'a> {
-    node: &'a Node,
-    client: McpClient,
-    lease: String,
-    ack: u64,
-    seq: u64,
-    message: u64,
-    reassembler: Reassembler,
-    ready: bool,
-    completed: bool,
+/// The test's connection, for the one client implementation of the channel protocol
+/// (`files::channel::client`, which `clawmcp call` drives too).
+struct Rpc(McpClient);
+
+impl ChannelRpc for Rpc {
+    async fn request(&self, id: RequestId, method: &str, params: Value) -> Result<Value, RpcFailure> {
+        match self.0.request(&id, method, Some(&params)).await {
+            Ok(Answer::Result(result)) => Ok(result),
+            Ok(Answer::Error(error)) => Err(RpcFailure { code: Some(error.code), message: error.message }),
+            Err(error) => Err(RpcFailure { code: None, message: error.to_string() }),
+        }
+    }
 }
 
-impl<'a> Channel<'a> {
-    async fn open(node: &'a Node, command: &str, request_id: &str, timeout_ms: u64) -> Channel<'a> {
-        let client = node.client();
-        let params = json!({"v": 1, "command": command, "requestId": request_id, "timeoutMs": timeout_ms});
-        let opened = method(node, &client, "openclaw/files/open", params).await.unwrap();
-        let lease = opened["lease"].as_str().unwrap().to_owned();
-        Channel {
-            node,
-            client,
-            lease,
-            ack: 0,
-            seq: 0,
-            message: 0,
-            reassembler: Reassembler::default(),
-            ready: false,
-            completed: false,
-        }
+impl Node {
+    /// A connection with the current token, for the life of the test.
+    fn rpc(&self) -> &'static Rpc {
+        Box::leak(Box::new(Rpc(self.client())))
     }
+}
 
-    /// Starts the `tools/call` this channel attaches to, as its own task.
-    fn call(&self, request_id: &str, name: &str, arguments: Value) -> tokio::task::JoinHandle<Value> {
-        let client = self.client.clone();
-        let params = json!({"name": name, "arguments": arguments,
-                            "_meta": {"openclaw/file-channel": {"v": 1, "lease": self.lease}}});
-        let id = RequestId::string(request_id);
-        tokio::spawn(async move { rpc(&client, id, "tools/call", params).await.unwrap() })
-    }
+async fn open(rpc: &'static Rpc, command: &str, request_id: &str, timeout_ms: u64) -> ChannelClient<'static, Rpc> {
+    ChannelClient::open(rpc, command, request_id, Duration::from_millis(timeout_ms)).await.unwrap()
+}
 
-    /// One poll: the logical messages it completed (the ready frame noted).
-    async fn poll(&mut self) -> Vec<Vec<u8>> {
-        let params = json!({"v": 1, "lease": self.lease, "ack": self.ack});
-        let answer = method(self.node, &self.client, "openclaw/files/poll", params).await.unwrap();
-        let mut messages = Vec::new();
-        for frame in answer["frames"].as_array().unwrap() {
-            assert_eq!(frame["seq"], self.ack, "frames arrive in sequence");
-            self.ack += 1;
-            let parsed = frame::parse(frame["payloadJSON"].as_str().unwrap()).unwrap();
-            if parsed == Frame::Ready {
-                self.ready = true;
-            }
-            if let Some(message) = self.reassembler.push(parsed).unwrap() {
-                messages.push(message);
-            }
-        }
-        self.completed = answer["completed"] == true;
-        messages
-    }
-
-    /// Polls until a message arrives (or the command completes without one).
-    async fn next_message(&mut self) -> Option<Vec<u8>> {
-        loop {
-            if let Some(message) = self.poll().await.into_iter().next() {
-                return Some(message);
-            }
-            if self.completed {
-                return None;
-            }
-            // Polls answer at once: pace them a little.
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-
-    async fn until_ready(&mut self) {
-        while !self.ready {
-            assert!(self.poll().await.is_empty(), "ready comes before any data");
-            if !self.ready {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-    }
-
-    async fn send(&mut self, message: &[u8]) {
-        for payload in frame::fragments(self.message, message) {
-            let params = json!({"v": 1, "lease": self.lease, "seq": self.seq, "payloadJSON": payload});
-            method(self.node, &self.client, "openclaw/files/input", params).await.unwrap();
-            self.seq += 1;
-        }
-        self.message += 1;
-    }
-
-    async fn close(&self) -> Result<Value, String> {
-        method(self.node, &self.client, "openclaw/files/close", json!({"v": 1, "lease": self.lease})).await
-    }
+/// Starts the `tools/call` `channel` attaches to, as its own task.
+fn start_call(
+    rpc: &'static Rpc,
+    channel: &ChannelClient<'static, Rpc>,
+    request_id: &str,
+    name: &str,
+    arguments: Value,
+) -> tokio::task::JoinHandle<Value> {
+    let (key, attachment) = channel.attachment();
+    let params = json!({"name": name, "arguments": arguments, "_meta": {key: attachment}});
+    let id = RequestId::string(request_id);
+    tokio::spawn(async move { self::rpc(&rpc.0, id, "tools/call", params).await.unwrap() })
 }
 
 /// The JSON of a tool result (its first text block).
@@ -220,16 +161,19 @@ fn result_json(result: &Value) -> Value {
 
 /// Fetches `path` over a channel: the bytes and the call's result.
 async fn fetch(node: &Node, path: &Path, request_id: &str) -> (Vec<u8>, Value) {
-    let mut channel = Channel::open(node, "file.fetch", request_id, 60_000).await;
-    let call = channel.call(request_id, "file.fetch", json!({"path": path, "transport": "binary"}));
-    channel.until_ready().await;
-    channel.send(b"start").await;
+    let rpc = node.rpc();
+    let mut channel = open(rpc, "file.fetch", request_id, 60_000).await;
+    let call = start_call(rpc, &channel, request_id, "file.fetch", json!({"path": path, "transport": "binary"}));
     let mut bytes = Vec::new();
-    while let Some(message) = channel.next_message().await {
-        assert!(!message.is_empty() && message.len() <= frame::MAX_MESSAGE_BYTES, "{}", message.len());
-        bytes.extend_from_slice(&message);
-        channel.send(b"ack").await;
-    }
+    let received = channel
+        .receive_file(|message| {
+            assert!(!message.is_empty() && message.len() <= frame::MAX_MESSAGE_BYTES, "{}", message.len());
+            bytes.extend_from_slice(message);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(received, Some(bytes.len() as u64));
     let result = call.await.unwrap();
     channel.close().await.unwrap();
     (bytes, result)
@@ -237,16 +181,13 @@ async fn fetch(node: &Node, path: &Path, request_id: &str) -> (Vec<u8>, Value) {
 
 /// Creates `path` with `content` over a channel; the call's result.
 async fn create(node: &Node, path: &Path, content: &[u8], request_id: &str) -> Value {
-    let mut channel = Channel::open(node, "file.create", request_id, 60_000).await;
+    let rpc = node.rpc();
+    let mut channel = open(rpc, "file.create", request_id, 60_000).await;
     let arguments = json!({"path": path, "sizeBytes": content.len(), "expectedSha256": sha256(content)});
-    let call = channel.call(request_id, "file.create", arguments);
-    channel.until_ready().await;
-    for chunk in content.chunks(frame::MAX_MESSAGE_BYTES) {
-        channel.send(chunk).await;
-        let ack = channel.next_message().await.expect("each message is acknowledged");
-        assert!(std::str::from_utf8(&ack).is_ok());
-    }
-    channel.send(b"").await;
+    let call = start_call(rpc, &channel, request_id, "file.create", arguments);
+    let mut source = content;
+    let sent = channel.send_file(|buffer| std::io::Read::read(&mut source, buffer), |_| {}).await.unwrap();
+    assert_eq!(sent, Some(content.len() as u64));
     let result = call.await.unwrap();
     channel.close().await.unwrap();
     result
@@ -277,8 +218,18 @@ async fn initialize_advertises_the_channel_and_only_the_node_http_service_serves
         Arc::new(LiveSettings::open(dir.path().join("settings.json")).unwrap()),
         Arc::new(ExecApprovals::open(dir.path().join("exec-approvals.json"))),
     ));
-    let service = NodeMcpService::new(registry);
     use clawmcp_mcp::McpService;
+    // The file allowance (X-OpenClaw-File-Command) is the channel's service's, for the
+    // file-transfer commands only.
+    let with_channel = NodeMcpService::new(registry.clone()).with_file_channel();
+    for command in clawmcp_node::files::TRANSFER_COMMANDS {
+        assert!(with_channel.is_file_command(command), "{command}");
+    }
+    for other in ["fs.listDir", "system.run", "screen.snapshot", "file.nope"] {
+        assert!(!with_channel.is_file_command(other), "{other}");
+    }
+    let service = NodeMcpService::new(registry);
+    assert!(!service.is_file_command("file.write"));
     assert!(service.capabilities().get("experimental").is_none());
     assert!(service.custom_request("openclaw/files/open", Some(json!({"v": 1}))).is_none());
 }
@@ -321,12 +272,12 @@ async fn create_writes_every_edge_size_exactly_0600_and_never_overwrites() {
     // An existing file is answered "exists" at once, untouched (no ready, nothing read).
     let path = node.root.join("c1.bin");
     let before = std::fs::read(&path).unwrap();
-    let mut channel = Channel::open(&node, "file.create", "again", 60_000).await;
-    let call =
-        channel.call("again", "file.create", json!({"path": path, "sizeBytes": 3, "expectedSha256": sha256(b"new")}));
-    let result = call.await.unwrap();
+    let rpc = node.rpc();
+    let mut channel = open(rpc, "file.create", "again", 60_000).await;
+    let arguments = json!({"path": path, "sizeBytes": 3, "expectedSha256": sha256(b"new")});
+    let result = start_call(rpc, &channel, "again", "file.create", arguments).await.unwrap();
     assert_eq!(result_json(&result)["status"], "exists");
-    assert!(channel.poll().await.is_empty() && channel.completed && !channel.ready);
+    assert!(channel.poll().await.unwrap() == 0 && channel.is_completed() && !channel.is_ready());
     assert_eq!(std::fs::read(&path).unwrap(), before);
     channel.close().await.unwrap();
     // No temp file anywhere.
@@ -343,12 +294,12 @@ async fn a_wrong_hash_or_size_at_eof_leaves_no_file() {
     {
         let id = format!("bad-{i}");
         let path = node.root.join("bad.bin");
-        let mut channel = Channel::open(&node, "file.create", &id, 60_000).await;
-        let call = channel.call(&id, "file.create", json!({"path": path, "sizeBytes": size, "expectedSha256": hash}));
-        channel.until_ready().await;
-        channel.send(&content).await;
-        channel.next_message().await.unwrap();
-        channel.send(b"").await;
+        let rpc = node.rpc();
+        let mut channel = open(rpc, "file.create", &id, 60_000).await;
+        let arguments = json!({"path": path, "sizeBytes": size, "expectedSha256": hash});
+        let call = start_call(rpc, &channel, &id, "file.create", arguments);
+        let mut source = &content[..];
+        channel.send_file(|buffer| std::io::Read::read(&mut source, buffer), |_| {}).await.unwrap();
         let result = call.await.unwrap();
         assert_eq!(result["isError"], true);
         let text = result["content"][0]["text"].as_str().unwrap();
@@ -363,15 +314,13 @@ async fn a_wrong_hash_or_size_at_eof_leaves_no_file() {
 async fn a_client_that_stops_polling_loses_the_lease_at_the_timeout_and_leaves_no_partial_file() {
     let node = Node::start().await;
     let path = node.root.join("abandoned.bin");
-    let mut channel = Channel::open(&node, "file.create", "abandon", 500).await;
+    let rpc = node.rpc();
+    let mut channel = open(rpc, "file.create", "abandon", 500).await;
     let content = random(3 * frame::FRAGMENT_BYTES);
-    let call = channel.call(
-        "abandon",
-        "file.create",
-        json!({"path": path, "sizeBytes": content.len() * 2, "expectedSha256": sha256(&content)}),
-    );
-    channel.until_ready().await;
-    channel.send(&content).await;
+    let arguments = json!({"path": path, "sizeBytes": content.len() * 2, "expectedSha256": sha256(&content)});
+    let call = start_call(rpc, &channel, "abandon", "file.create", arguments);
+    assert!(channel.until_ready().await.unwrap());
+    channel.send(&content).await.unwrap();
     assert_eq!(node.open_channels(), 1);
     // The client goes quiet; the timeout ends the call and frees the lease.
     let result = call.await.unwrap();
@@ -380,7 +329,7 @@ async fn a_client_that_stops_polling_loses_the_lease_at_the_timeout_and_leaves_n
     assert!(text.contains("CHANNEL_CLOSED") && text.contains("timeout of 500 ms"), "{text}");
     assert_eq!(node.open_channels(), 0);
     assert_eq!(node.names(), Vec::<String>::new(), "no partial file, no temp file");
-    let late = channel.close().await.unwrap_err();
+    let late = channel.close().await.unwrap_err().to_string();
     assert!(late.contains("no open file channel"), "{late}");
     node.stop().await;
 }
@@ -389,17 +338,18 @@ async fn a_client_that_stops_polling_loses_the_lease_at_the_timeout_and_leaves_n
 async fn a_token_rotation_ends_the_old_tokens_channels() {
     let node = Node::start().await;
     let path = node.root.join("rotated.bin");
-    let mut channel = Channel::open(&node, "file.create", "rot", 60_000).await;
-    let call =
-        channel.call("rot", "file.create", json!({"path": path, "sizeBytes": 10, "expectedSha256": sha256(&[0; 10])}));
-    channel.until_ready().await;
+    let rpc = node.rpc();
+    let mut channel = open(rpc, "file.create", "rot", 60_000).await;
+    let arguments = json!({"path": path, "sizeBytes": 10, "expectedSha256": sha256(&[0; 10])});
+    let call = start_call(rpc, &channel, "rot", "file.create", arguments);
+    assert!(channel.until_ready().await.unwrap());
     clawmcp_http::token::reset(&node.token_path).unwrap();
     // The old token is refused outright; the new one no longer finds the channel, and the
     // command has stopped.
-    let old = channel.client.request(&RequestId::number(99), "ping", None).await;
+    let old = rpc.0.request(&RequestId::number(99), "ping", None).await;
     assert!(old.is_err(), "the old token is refused");
     let fresh = node.client();
-    let poll = method(&node, &fresh, "openclaw/files/poll", json!({"v": 1, "lease": channel.lease, "ack": 1})).await;
+    let poll = method(&node, &fresh, "openclaw/files/poll", json!({"v": 1, "lease": channel.lease(), "ack": 1})).await;
     assert!(poll.unwrap_err().contains("no open file channel"));
     let result = call.await.unwrap();
     assert!(result["content"][0]["text"].as_str().unwrap().contains("rotated"), "{result}");
@@ -424,8 +374,11 @@ async fn binary_and_create_need_an_attached_channel() {
             .unwrap();
     assert!(created["content"][0]["text"].as_str().unwrap().contains("requires duplex IO"), "{created}");
     // A lease opened for another request id does not attach.
-    let channel = Channel::open(&node, "file.fetch", "the-open-id", 60_000).await;
-    let other = channel.call("another-id", "file.fetch", json!({"path": path, "transport": "binary"})).await.unwrap();
+    let rpc = node.rpc();
+    let channel = open(rpc, "file.fetch", "the-open-id", 60_000).await;
+    let other = start_call(rpc, &channel, "another-id", "file.fetch", json!({"path": path, "transport": "binary"}))
+        .await
+        .unwrap();
     assert!(other["content"][0]["text"].as_str().unwrap().contains("not the requestId"), "{other}");
     assert_eq!(node.open_channels(), 0);
     node.stop().await;

@@ -17,10 +17,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::args::CallArgs;
-use crate::client::NodeClient;
+use crate::client::{ClientError, NodeClient, TokenSource};
+use crate::commands::call_files::{self, Fetched};
 use crate::commands::{client_runtime, node_client};
 use crate::exit::UsageError;
 use crate::output;
@@ -44,9 +45,33 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         None => ("tools/list", None),
     };
     let runtime = client_runtime()?;
+    let transfer = file_transfer(&args, params.as_ref())?;
     runtime.block_on(async {
+        match transfer {
+            Some(FileTransfer::Create { arguments, input }) => {
+                return call_files::create(&client, arguments, input).await.map_err(|e| with_token_hint(e, &source));
+            }
+            Some(FileTransfer::Fetch { arguments, output }) => {
+                match call_files::fetch(&client, arguments, output, args.force).await {
+                    Ok(Fetched::Done(status)) => return Ok(status),
+                    // An older node: the unary fetch below, bounded by its own 16 MiB.
+                    Ok(Fetched::NoChannel) => {}
+                    Err(error) => return Err(with_token_hint(error, &source)),
+                }
+            }
+            None => {}
+        }
         let id = RequestId::number(1);
-        let request = client.request_with_progress(&id, method, params.as_ref(), output::progress);
+        // A file command declares itself, as upstream's client does: the node then takes and
+        // answers it under its file allowance (a 16 MiB file.write or file.fetch).
+        // (Only its tools/call: the cancel below is another message, sent undeclared.)
+        let call_client = match args.command.as_deref() {
+            Some(command) if clawmcp_node::files::TRANSFER_COMMANDS.contains(&command) => {
+                client.declaring_file_command(command)
+            }
+            _ => client.clone(),
+        };
+        let request = call_client.request_with_progress(&id, method, params.as_ref(), output::progress);
         tokio::pin!(request);
         let answer = tokio::select! {
             answer = &mut request => answer,
@@ -77,6 +102,42 @@ pub fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
             None => Ok(status),
         }
     })
+}
+
+/// A call whose file goes over the node's file channel ([`call_files`]).
+enum FileTransfer<'a> {
+    /// `file.fetch --output-file`.
+    Fetch { arguments: Map<String, Value>, output: &'a Path },
+    /// `file.create --input-file`.
+    Create { arguments: Map<String, Value>, input: &'a Path },
+}
+
+/// Which calls move a file over the channel; `--input-file` on any other command is refused.
+fn file_transfer<'a>(args: &'a CallArgs, params: Option<&Value>) -> anyhow::Result<Option<FileTransfer<'a>>> {
+    let arguments = || match params.and_then(|p| p.get("arguments")) {
+        Some(Value::Object(arguments)) => arguments.clone(),
+        _ => Map::new(),
+    };
+    Ok(match (args.command.as_deref(), args.output_file.as_deref(), args.input_file.as_deref()) {
+        (Some("file.fetch"), Some(output), None) => Some(FileTransfer::Fetch { arguments: arguments(), output }),
+        (Some("file.create"), None, Some(input)) => Some(FileTransfer::Create { arguments: arguments(), input }),
+        (command, _, Some(_)) => {
+            return Err(UsageError(format!(
+                "--input-file sends the bytes of the file `file.create` creates; {} takes its arguments in --params",
+                command.unwrap_or("this command")
+            ))
+            .into());
+        }
+        _ => None,
+    })
+}
+
+/// The token hint of a refused token ([`ClientError::with_token_hint`]) on an error that may be one.
+fn with_token_hint(error: anyhow::Error, source: &TokenSource) -> anyhow::Error {
+    match error.downcast::<ClientError>() {
+        Ok(refused) => refused.with_token_hint(source).into(),
+        Err(other) => other,
+    }
 }
 
 /// Writes the first binary block of `result` (an image, audio, or an embedded resource's blob)
@@ -164,7 +225,7 @@ fn parse_params(params: Option<&str>) -> anyhow::Result<Value> {
 }
 
 /// Prints an answer the way `winnode` does and returns the exit status.
-fn print_answer(answer: Answer) -> ExitCode {
+pub(super) fn print_answer(answer: Answer) -> ExitCode {
     match answer {
         // "JSON-RPC error <code>: <message>", as `winnode` prints it.
         Answer::Error(error) => {
@@ -195,7 +256,7 @@ fn pretty(value: &Value) -> String {
 }
 
 /// Ctrl-C: ask the node to cancel our request, so its work stops too.
-async fn cancel_on_node(client: &NodeClient, id: &RequestId) {
+pub(super) async fn cancel_on_node(client: &NodeClient, id: &RequestId) {
     output::note("interrupted: cancelling the call on the node");
     if let Err(e) = client.cancel(id, "interrupted by the user (Ctrl-C)").await {
         output::error(&format!("could not cancel the call: {e}"));

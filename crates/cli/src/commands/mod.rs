@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod approvals_policy;
 pub mod call;
+pub mod call_files;
 pub mod completions;
 pub mod doctor;
 pub mod node;

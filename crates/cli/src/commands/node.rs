@@ -271,6 +271,7 @@ impl Transports {
             }
             (false, true) => {
                 if let Some((endpoint, stop, task)) = self.listener.take() {
+                    self.end_file_transfers("EnableMcpServer was turned off");
                     stop.cancel();
                     let _ = task.await;
                     output::note(&format!("clawmcp node: EnableMcpServer is off: stopped serving MCP on {endpoint}"));
@@ -351,8 +352,18 @@ impl Transports {
         answer
     }
 
+    /// Ends every file channel of the MCP listener: their commands stop at once (a
+    /// `file.create` removes its temp file) rather than wait for polls the stopping listener
+    /// would never answer, so the listener's drain is not held up by them.
+    fn end_file_transfers(&self, reason: &str) {
+        if let Some(channels) = self.registry.file_channels() {
+            channels.close_all(reason);
+        }
+    }
+
     async fn stop(mut self) {
         if let Some((_, stop, task)) = self.listener.take() {
+            self.end_file_transfers("the node is shutting down");
             stop.cancel();
             let _ = task.await;
         }

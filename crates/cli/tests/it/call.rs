@@ -301,3 +301,236 @@ fn output_file_writes_the_fetched_bytes_once_and_only_with_force_again() {
         .stderr(contains("device.info returned no image, audio or file content"));
     assert!(!none.exists(), "nothing is written");
 }
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes that differ at every position and from run to run of the sizes (no block repeats).
+fn patterned(size: usize, seed: u32) -> Vec<u8> {
+    (0..size as u32).map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8).collect()
+}
+
+/// Every name in `dir` (temp files included).
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// `clawmcp call <command> --params {"path": path} <flag> <file>` in the background, once the
+/// transfer is under way (the first name appeared in `watched`: the node's temp file of a create,
+/// the client's of a fetch).
+fn transfer_under_way(
+    node: &Node,
+    sandbox: &Sandbox,
+    [command, path, flag, file]: [&Path; 4],
+    watched: &Path,
+) -> crate::support::Background {
+    let params = format!(r#"{{"path": "{}"}}"#, path.display());
+    let args = [command.to_str().unwrap(), "--params", &params, flag.to_str().unwrap(), file.to_str().unwrap()];
+    let transfer = node.spawn(sandbox, "call", &args);
+    crate::support::wait_for(
+        crate::support::WAIT_LIMIT,
+        "the transfer's temp file",
+        || (!names_in(watched).is_empty()).then_some(()),
+        || transfer.stderr(),
+    );
+    transfer
+}
+
+/// `file.fetch --output-file` and `file.create --input-file` move the bytes over the node's file
+/// channel, exactly, at every edge of the channel's framing: empty, one byte, one fragment less,
+/// exactly one, one more, a whole 1 MiB message plus one byte (two messages), and several.
+#[test]
+fn fetch_and_create_move_every_edge_size_exactly_over_the_file_channel() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    // A directory of its own inside the served home, so every name in it is the test's.
+    let home = sandbox.home().join("files");
+    std::fs::create_dir(&home).unwrap();
+    let local = sandbox.root().join("local");
+    std::fs::create_dir(&local).unwrap();
+    for (i, size) in [0usize, 1, 8191, 8192, 8193, 1024 * 1024 + 1, 3 * 1024 * 1024 + 5].into_iter().enumerate() {
+        let bytes = patterned(size, i as u32);
+        let source = home.join(format!("source-{size}.bin"));
+        std::fs::write(&source, &bytes).unwrap();
+        let fetched = local.join(format!("fetched-{size}.bin"));
+        let params = format!(r#"{{"path": "{}"}}"#, source.display());
+        let fetch = node
+            .run(&sandbox, "call", &["file.fetch", "--params", &params, "--output-file", fetched.to_str().unwrap()])
+            .assert()
+            .success();
+        let meta = json_of(&fetch);
+        assert_eq!((meta["transport"].as_str(), meta["size"].as_u64()), (Some("binary"), Some(size as u64)), "{meta}");
+        assert_eq!(meta["sha256"], sha256_hex(&bytes));
+        assert!(stderr_of(&fetch).contains("over the file channel, sha256 checked"), "{}", stderr_of(&fetch));
+        let written = std::fs::read(&fetched).unwrap();
+        assert_eq!((written.len(), sha256_hex(&written)), (size, sha256_hex(&bytes)), "fetched {size}");
+        assert_eq!(crate::support::mode(&fetched), 0o600);
+
+        let created = home.join(format!("created-{size}.bin"));
+        let params = format!(r#"{{"path": "{}"}}"#, created.display());
+        let create = node
+            .run(&sandbox, "call", &["file.create", "--params", &params, "--input-file", fetched.to_str().unwrap()])
+            .assert()
+            .success();
+        assert_eq!(json_of(&create)["status"], "created", "{}", stdout_of(&create));
+        assert_eq!(json_of(&create)["sha256"], sha256_hex(&bytes));
+        let on_node = std::fs::read(&created).unwrap();
+        assert_eq!((on_node.len(), sha256_hex(&on_node)), (size, sha256_hex(&bytes)), "created {size}");
+    }
+    // Nothing but the targets: no temp file on either side.
+    assert!(names_in(&local).iter().all(|name| name.starts_with("fetched-")), "{:?}", names_in(&local));
+    assert!(
+        names_in(&home).iter().all(|n| n.starts_with("source-") || n.starts_with("created-")),
+        "{:?}",
+        names_in(&home)
+    );
+}
+
+/// `file.create` never replaces: an existing target is answered `exists`, untouched, with a note;
+/// --input-file fills in sizeBytes and expectedSha256 itself and refuses them in --params; it is
+/// file.create's alone; a FIFO is refused before anything is sent.
+#[test]
+fn create_never_replaces_and_input_file_is_checked_before_anything_is_sent() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let input = sandbox.root().join("input.bin");
+    std::fs::write(&input, b"new bytes").unwrap();
+    let target = sandbox.home().join("kept.txt");
+    std::fs::write(&target, b"old bytes").unwrap();
+    let params = format!(r#"{{"path": "{}"}}"#, target.display());
+    let input_arg = input.to_str().unwrap();
+    let exists = node.run(&sandbox, "call", &["file.create", "--params", &params, "--input-file", input_arg]).assert();
+    let exists = exists.success();
+    assert_eq!(json_of(&exists)["status"], "exists");
+    assert!(stderr_of(&exists).contains("never replaces"), "{}", stderr_of(&exists));
+    assert_eq!(std::fs::read(&target).unwrap(), b"old bytes");
+
+    let fresh = sandbox.home().join("fresh.txt");
+    let with_size = format!(r#"{{"path": "{}", "sizeBytes": 9}}"#, fresh.display());
+    node.run(&sandbox, "call", &["file.create", "--params", &with_size, "--input-file", input_arg])
+        .assert()
+        .code(2)
+        .stderr(contains("`sizeBytes`, which --input-file sets from the file itself"));
+    node.run(&sandbox, "call", &["file.write", "--params", &params, "--input-file", input_arg])
+        .assert()
+        .code(2)
+        .stderr(contains("--input-file sends the bytes of the file `file.create` creates"));
+    let fifo = sandbox.root().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let fresh_params = format!(r#"{{"path": "{}"}}"#, fresh.display());
+    node.run(&sandbox, "call", &["file.create", "--params", &fresh_params, "--input-file", fifo.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(contains("cannot read --input-file"));
+    assert!(!fresh.exists(), "nothing was created");
+}
+
+/// Ctrl-C in the middle of a transfer cancels it on the node: the call exits 130, the node
+/// leaves no partial or temp file of the create, the client no temp file of the fetch, and the
+/// node takes the next transfer.
+#[test]
+fn ctrl_c_mid_transfer_stops_it_on_both_sides_and_leaves_nothing_behind() {
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    // A directory of its own inside the served home, so every name in it is the test's.
+    let home = sandbox.home().join("files");
+    std::fs::create_dir(&home).unwrap();
+    // Large enough that the transfer is still moving when the test sees it started.
+    let big = sandbox.root().join("big.bin");
+    std::fs::write(&big, patterned(48 * 1024 * 1024, 7)).unwrap();
+    let target = home.join("interrupted.bin");
+    let create_args = [Path::new("file.create"), &target, Path::new("--input-file"), &big];
+    let mut create = transfer_under_way(&node, &sandbox, create_args, &home);
+    create.signal(Signal::SIGINT);
+    let ended = create.wait("the interrupted create to exit");
+    assert_eq!(ended.code(), Some(130), "{ended:?}");
+    assert!(ended.stderr.contains("cancelling the call on the node"), "{ended:?}");
+    crate::support::wait_for(
+        crate::support::WAIT_LIMIT,
+        "the node to remove the interrupted create's temp file",
+        || names_in(&home).is_empty().then_some(()),
+        || format!("{:?}\n{}", names_in(&home), node.stderr()),
+    );
+
+    let source = home.join("source.bin");
+    std::fs::copy(&big, &source).unwrap();
+    let local = sandbox.root().join("local");
+    std::fs::create_dir(&local).unwrap();
+    let output = local.join("out.bin");
+    let fetch_args = [Path::new("file.fetch"), &source, Path::new("--output-file"), &output];
+    let mut fetch = transfer_under_way(&node, &sandbox, fetch_args, &local);
+    fetch.signal(Signal::SIGINT);
+    let ended = fetch.wait("the interrupted fetch to exit");
+    assert_eq!(ended.code(), Some(130), "{ended:?}");
+    assert_eq!(names_in(&local), Vec::<String>::new(), "no partial output, no temp file");
+
+    // The node is free for the next transfer.
+    let small = sandbox.root().join("small.bin");
+    std::fs::write(&small, b"after").unwrap();
+    let params = format!(r#"{{"path": "{}"}}"#, home.join("after.txt").display());
+    node.run(&sandbox, "call", &["file.create", "--params", &params, "--input-file", small.to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(home.join("after.txt")).unwrap(), b"after");
+}
+
+/// A node that stops mid-transfer ends the transfer first: the create answers CHANNEL_CLOSED
+/// naming the shutdown (the client exits 1 saying so), no partial or temp file is left, and the
+/// node stops cleanly instead of draining a call that waits for polls.
+#[test]
+fn a_node_shutting_down_mid_transfer_ends_it_and_leaves_nothing_behind() {
+    let sandbox = Sandbox::new();
+    let mut node = Node::start(&sandbox);
+    let home = sandbox.home().join("files");
+    std::fs::create_dir(&home).unwrap();
+    let big = sandbox.root().join("big.bin");
+    std::fs::write(&big, patterned(48 * 1024 * 1024, 3)).unwrap();
+    let target = home.join("target.bin");
+    let mut create = transfer_under_way(
+        &node,
+        &sandbox,
+        [Path::new("file.create"), &target, Path::new("--input-file"), &big],
+        &home,
+    );
+    let stopped = node.stop_with(Signal::SIGTERM);
+    assert!(stopped.status.success(), "{stopped:?}");
+    let ended = create.wait("the create to end with the node");
+    assert_eq!(ended.code(), Some(1), "{ended:?}");
+    assert!(ended.stderr.contains("CHANNEL_CLOSED") && ended.stderr.contains("shutting down"), "{ended:?}");
+    assert_eq!(names_in(&home), Vec::<String>::new(), "no partial file, no temp file");
+}
+
+/// `clawmcp call` declares file commands (`X-OpenClaw-File-Command`), so the node takes a
+/// 16 MiB `file.write` (22.4 MB of base64, over the 4 MiB body bound) and answers a 16 MiB unary
+/// `file.fetch` (21.3 MB encoded, over the 8 MiB result bound) under its file allowance.
+#[test]
+fn file_commands_declare_themselves_for_the_file_allowance() {
+    use base64::Engine;
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let bytes = patterned(16 * 1024 * 1024, 11);
+    let target = sandbox.home().join("written.bin");
+    let params = serde_json::json!({
+        "path": target,
+        "contentBase64": base64::engine::general_purpose::STANDARD.encode(&bytes),
+    });
+    let params_file = sandbox.root().join("write.json");
+    std::fs::write(&params_file, params.to_string()).unwrap();
+    let at_params = format!("@{}", params_file.display());
+    let written = node.run(&sandbox, "call", &["file.write", "--params", &at_params]).assert().success();
+    assert_eq!(json_of(&written)["size"], 16 * 1024 * 1024);
+    assert_eq!(sha256_hex(&std::fs::read(&target).unwrap()), sha256_hex(&bytes));
+
+    let fetch_params = format!(r#"{{"path": "{}", "maxBytes": 16777216}}"#, target.display());
+    let fetched = node.run(&sandbox, "call", &["file.fetch", "--params", &fetch_params]).assert().success();
+    let meta = json_of(&fetched);
+    assert_eq!(
+        (meta["size"].as_u64(), meta["sha256"].as_str()),
+        (Some(16 * 1024 * 1024), Some(sha256_hex(&bytes).as_str()))
+    );
+}

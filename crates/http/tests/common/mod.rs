@@ -28,8 +28,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Tools: `count` (counts its runs), `wait_for_cancel` (runs until cancelled), `slow`
-/// (`seconds` long unless cancelled). Custom request `test/hang` never answers and ignores
-/// cancellation.
+/// (`seconds` long unless cancelled), and the one file command, `file.echo` (a text of `bytes`
+/// bytes, after `seconds` unless cancelled). Custom request `test/hang` never answers and
+/// ignores cancellation.
 pub struct FakeService {
     /// Calls of `wait_for_cancel` and `slow` that have started.
     pub started: watch::Sender<usize>,
@@ -58,7 +59,7 @@ impl FakeService {
 
 impl McpService for FakeService {
     fn list_tools(&self) -> Vec<Tool> {
-        ["count", "wait_for_cancel", "slow"]
+        ["count", "wait_for_cancel", "slow", "file.echo"]
             .into_iter()
             .map(|name| Tool {
                 title: None,
@@ -97,6 +98,15 @@ impl McpService for FakeService {
                         }
                     }
                 }
+                "file.echo" => {
+                    self.started.send_modify(|n| *n += 1);
+                    let seconds = arguments.get("seconds").and_then(Value::as_u64).unwrap_or(0);
+                    let bytes = arguments.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(seconds)) => ToolResult::text("x".repeat(bytes)),
+                        _ = ctx.cancel.cancelled() => ToolResult::error("cancelled"),
+                    }
+                }
                 other => ToolResult::error(format!("Unknown tool: {other}")),
             }
         })
@@ -108,6 +118,10 @@ impl McpService for FakeService {
         _params: Option<Value>,
     ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
         (method == "test/hang").then(|| Box::pin(std::future::pending()) as BoxFuture<'a, _>)
+    }
+
+    fn is_file_command(&self, name: &str) -> bool {
+        name == "file.echo"
     }
 }
 

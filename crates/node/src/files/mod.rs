@@ -48,6 +48,12 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+/// The file-transfer commands, as the gateway's file-transfer plugin names them: the ones whose
+/// request may declare itself in `X-OpenClaw-File-Command` on the node's HTTP listener for the
+/// file allowance of body and result (docs/node-http.md §12), and that `clawmcp call` declares.
+pub const TRANSFER_COMMANDS: [&str; 6] =
+    ["file.fetch", "file.stat", "dir.list", "dir.fetch", "file.write", "file.create"];
+
 use std::fs::Metadata;
 use std::future::Future;
 use std::io;

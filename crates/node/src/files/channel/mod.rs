@@ -28,6 +28,7 @@
 //! request (the token file's one `fstat` per request), so an old channel whose client is idle
 //! lives until some request arrives or its timeout, unreachable meanwhile.
 
+pub mod client;
 pub mod frame;
 #[cfg(test)]
 mod tests;
@@ -48,7 +49,7 @@ use tokio_util::sync::CancellationToken;
 use frame::Reassembler;
 
 /// The `_meta` key of the attach and the `experimental` capability's name.
-pub const EXTENSION: &str = "openclaw/file-channel";
+pub const EXTENSION: &str = clawmcp_mcp::FILE_CHANNEL_EXTENSION;
 /// The methods.
 pub const OPEN: &str = "openclaw/files/open";
 pub const POLL: &str = "openclaw/files/poll";
