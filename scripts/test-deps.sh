@@ -17,11 +17,14 @@
 #                          wlr backend shoots with grim and will not start without a PipeWire
 #                          daemon; the portal (1.15+) serves Screenshot only with an Access
 #                          backend, which -gtk provides
+#   geoclue-2.0, gpsd    - location.get's backends: geoclue (/usr/libexec/geoclue and its demo agent)
+#                          on a private system bus reading an NMEA socket; gpsd reading NMEA from a
+#                          loopback TCP feeder
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
 packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
-  xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk)
+  xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd)
 
 missing=()
 for pkg in "${packages[@]}"; do

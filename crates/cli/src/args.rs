@@ -464,6 +464,8 @@ pub enum SettingKey {
     NodeCameraEnabled,
     /// Serve clipboard.read (off by default: the clipboard may hold passwords).
     NodeClipboardReadEnabled,
+    /// Serve location.get (off by default: a fix says where this machine is).
+    NodeLocationEnabled,
     /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
     /// home directory, the default).
     NodeFileRoots,

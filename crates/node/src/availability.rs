@@ -48,6 +48,11 @@ impl Switch {
         why: "the clipboard may hold passwords and anything else you copied",
         is_on: |settings| settings.node_clipboard_read_enabled,
     };
+    pub const LOCATION: Switch = Switch {
+        setting: "NodeLocationEnabled",
+        why: "a fix says where this machine, and likely you, are",
+        is_on: |settings| settings.node_location_enabled,
+    };
 
     pub fn is_on(&self, settings: &Settings) -> bool {
         (self.is_on)(settings)

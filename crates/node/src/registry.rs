@@ -24,6 +24,7 @@ use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
 use crate::files::channel::{self, FileChannels};
 use crate::files::{FilePolicy, FilesCapability};
+use crate::location::LocationCapability;
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
 use crate::system::SystemCapability;
@@ -53,6 +54,7 @@ impl Registry {
         registry.register(&ScreenCapability::new(settings.clone()));
         registry.register(&CameraCapability::new(settings.clone()));
         registry.register(&ClipboardCapability::new(settings.clone()));
+        registry.register(&LocationCapability::new(settings.clone()));
         let file_policy = FilePolicy::new(settings);
         let file_channels = FileChannels::new();
         registry.register(&FilesCapability::with_channels(file_policy.clone(), file_channels.clone()));

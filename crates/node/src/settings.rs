@@ -123,6 +123,11 @@ pub struct Settings {
     /// needs no switch. No upstream node has a clipboard, so the name is clawmcp's own.
     #[serde(default)]
     pub node_clipboard_read_enabled: bool,
+    /// The "Location" permission: `location.get` is served only while it is on (off by default:
+    /// it says where this machine, and likely its owner, is). Upstream's name; upstream's default
+    /// is on, ours is off like the other sensitive capabilities.
+    #[serde(default)]
+    pub node_location_enabled: bool,
     /// The directories `file.*`, `dir.*` and `fs.listDir` may read and write (absolute paths,
     /// symlinks resolved when used). Absent: the user's home directory. `/proc`, `/sys` and `/dev`
     /// are never served, whatever this says (`crate::files::policy`).
@@ -170,6 +175,7 @@ impl Default for Settings {
             node_screen_enabled: false,
             node_camera_enabled: false,
             node_clipboard_read_enabled: false,
+            node_location_enabled: false,
             node_file_roots: None,
             system_run_sandbox: SandboxSettings::default(),
             gateway_url: None,
@@ -266,6 +272,8 @@ impl Settings {
             Some("NodeCameraEnabled")
         } else if turned_on(self.node_clipboard_read_enabled, after.node_clipboard_read_enabled) {
             Some("NodeClipboardReadEnabled")
+        } else if turned_on(self.node_location_enabled, after.node_location_enabled) {
+            Some("NodeLocationEnabled")
         } else if file_roots_widen(self.node_file_roots.as_deref(), after.node_file_roots.as_deref()) {
             Some("NodeFileRoots")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
@@ -634,7 +642,7 @@ mod widening_tests {
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 16] = [
+        let cases: [(&str, Change, Change); 17] = [
             ("NodeFileRoots", |_| {}, |s| s.node_file_roots = Some(vec!["/".into()])),
             (
                 "NodeFileRoots",
@@ -644,6 +652,7 @@ mod widening_tests {
             ("NodeScreenEnabled", |_| {}, |s| s.node_screen_enabled = true),
             ("NodeCameraEnabled", |_| {}, |s| s.node_camera_enabled = true),
             ("NodeClipboardReadEnabled", |_| {}, |s| s.node_clipboard_read_enabled = true),
+            ("NodeLocationEnabled", |_| {}, |s| s.node_location_enabled = true),
             ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
             ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
             ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),

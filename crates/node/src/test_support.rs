@@ -12,12 +12,13 @@ use std::time::Duration;
 pub const STARTUP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Fails (never skips) when a tool the test needs is missing, naming the package to install.
-/// Looks on `PATH` and in /usr/libexec, where Debian puts daemons (the desktop portals) that
-/// are started by path rather than by name.
+/// Looks on `PATH` and in /usr/libexec, where Debian puts daemons (the desktop portals, geoclue)
+/// that are started by path rather than by name; an absolute `binary` is looked up as it is.
 pub fn require(binary: &str, package: &str) {
-    let on_path = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).any(|dir| dir.join(binary).is_file()))
-        .unwrap_or(false)
+    let on_path = Path::new(binary).is_absolute() && Path::new(binary).is_file()
+        || std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).any(|dir| dir.join(binary).is_file()))
+            .unwrap_or(false)
         || Path::new("/usr/libexec").join(binary).is_file();
     assert!(
         on_path,
@@ -48,7 +49,8 @@ impl Spawned {
         stdin: Stdio,
     ) -> Spawned {
         require(name, package);
-        let stderr_path = dir.join(format!("{name}.stderr"));
+        let base = Path::new(name).file_name().map_or(name.into(), |base| base.to_string_lossy());
+        let stderr_path = dir.join(format!("{base}.stderr"));
         let stderr = File::create(&stderr_path).expect("create stderr log");
         let child = command
             .stdin(stdin)
@@ -193,14 +195,26 @@ pub fn sway_with(config: &str) -> Sway {
 /// from `service_dir` (none by default), so the host's installed services never leak in. Run as
 /// `command` (a `dbus-daemon` from [`desktop_command`], or a plain one); any user may connect,
 /// so a root test can watch a bus that belongs to nobody.
-pub fn private_bus(dir: &Path, service_dir: Option<&Path>, mut command: Command) -> (Spawned, String) {
+pub fn private_bus(dir: &Path, service_dir: Option<&Path>, command: Command) -> (Spawned, String) {
+    private_bus_of_type(dir, service_dir, command, "session")
+}
+
+/// A private bus of `kind` (`session`, or `system` for a daemon such as geoclue that talks to
+/// the system bus; run it with `DBUS_SYSTEM_BUS_ADDRESS` set to the address). A system-type bus
+/// denies replies and signals by default, so its policy allows receiving from everyone too.
+pub fn private_bus_of_type(
+    dir: &Path,
+    service_dir: Option<&Path>,
+    mut command: Command,
+    kind: &str,
+) -> (Spawned, String) {
     let config = dir.join("bus.conf");
     let service_dir = service_dir.map(|d| format!("<servicedir>{}</servicedir>", d.display())).unwrap_or_default();
     let config_text = format!(
         r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
-  <type>session</type>
+  <type>{kind}</type>
   <listen>unix:path={}/bus</listen>
   <auth>EXTERNAL</auth>
   {service_dir}
@@ -209,6 +223,7 @@ pub fn private_bus(dir: &Path, service_dir: Option<&Path>, mut command: Command)
     <allow send_destination="*" eavesdrop="true"/>
     <allow eavesdrop="true"/>
     <allow own="*"/>
+    <allow receive_sender="*"/>
   </policy>
 </busconfig>
 "#,

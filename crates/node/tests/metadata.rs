@@ -75,7 +75,8 @@ fn every_builtin_command_publishes_a_description_a_schema_and_all_four_hints() {
 fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
     Some(match name {
         // Reads local state only (a screenshot, a recording, a camera's photo or clip changes
-        // nothing on the machine; the camera's light may come on while it records).
+        // nothing on the machine; the camera's light may come on while it records; a location fix
+        // only reads a receiver).
         "system.which"
         | "system.run.prepare"
         | "system.execApprovals.get"
@@ -87,6 +88,7 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "camera.snap"
         | "camera.clip"
         | "clipboard.read"
+        | "location.get"
         | "file.stat"
         | "file.fetch"
         | "dir.list"

@@ -54,7 +54,8 @@ fn effect(key: SettingKey, settings: &Settings) -> &'static str {
         SettingKey::NodeSystemRunEnabled
         | SettingKey::NodeScreenEnabled
         | SettingKey::NodeCameraEnabled
-        | SettingKey::NodeClipboardReadEnabled => {
+        | SettingKey::NodeClipboardReadEnabled
+        | SettingKey::NodeLocationEnabled => {
             "a running node applies it at once: its next tools/list and its next call see it"
         }
         SettingKey::NodeFileRoots => "a running node applies it to its next file.*, dir.* and fs.listDir call",
@@ -77,6 +78,7 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
         SettingKey::NodeScreenEnabled => settings.node_screen_enabled = switch(value)?,
         SettingKey::NodeCameraEnabled => settings.node_camera_enabled = switch(value)?,
         SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled = switch(value)?,
+        SettingKey::NodeLocationEnabled => settings.node_location_enabled = switch(value)?,
         SettingKey::NodeFileRoots => {
             let roots: Vec<PathBuf> = paths(value);
             clawmcp_node::settings::validate_file_roots(&roots)?;
@@ -104,6 +106,7 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::NodeScreenEnabled => settings.node_screen_enabled.into(),
         SettingKey::NodeCameraEnabled => settings.node_camera_enabled.into(),
         SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled.into(),
+        SettingKey::NodeLocationEnabled => settings.node_location_enabled.into(),
         SettingKey::NodeFileRoots => settings
             .node_file_roots
             .as_ref()

@@ -31,7 +31,6 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 use zbus::Address;
 use zbus::message::Type as MessageType;
-use zbus::names::BusName;
 use zbus::{ObjectPath, OwnedObjectPath, OwnedVariant, Variant};
 
 use crate::availability::MissingBackend;
@@ -120,22 +119,11 @@ impl Probe {
         answer
     }
 
-    /// The probe is called from synchronous code that may itself run on the async runtime, so
-    /// the bus is asked on a thread of its own with its own small runtime, bounded by
-    /// [`PROBE_TIMEOUT`].
+    /// Bounded by [`PROBE_TIMEOUT`] (see [`crate::dbus::block_on_bounded`]).
     fn ask(&self) -> Result<(), MissingBackend> {
         let address = self.bus.address()?;
         let shown = address.to_string();
-        let asked = std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-                    runtime.block_on(async { tokio::time::timeout(PROBE_TIMEOUT, portal_on_bus(&address)).await.ok() })
-                })
-                .join()
-                .ok()
-                .flatten()
-        });
+        let asked = crate::dbus::block_on_bounded(PROBE_TIMEOUT, crate::dbus::service_on_bus(&address, PORTAL));
         match asked {
             Some(Ok(true)) => Ok(()),
             Some(Ok(false)) => Err(MissingBackend::new(
@@ -152,17 +140,6 @@ impl Probe {
             )),
         }
     }
-}
-
-/// Whether the portal runs on the bus at `address`, or the bus would start it on the first call.
-async fn portal_on_bus(address: &Address) -> zbus::Result<bool> {
-    let connection = zbus::connection::Builder::address(address.clone()).build().await?;
-    let bus = zbus::fdo::DBusProxy::new(&connection).await?;
-    let name = BusName::from_static_str(PORTAL)?;
-    if bus.name_has_owner(name).await? {
-        return Ok(true);
-    }
-    Ok(bus.list_activatable_names().await?.iter().any(|activatable| activatable.as_str() == PORTAL))
 }
 
 /// One screenshot the portal took, decoded.
