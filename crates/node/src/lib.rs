@@ -17,6 +17,7 @@
 //!   (`openclaw/file-channel`) that binary `file.fetch` and `file.create` stream over.
 
 pub mod approvals;
+pub mod audio;
 pub mod availability;
 pub mod camera;
 pub mod capability;
@@ -30,6 +31,7 @@ pub mod registry;
 pub mod screen;
 pub mod settings;
 pub mod system;
+pub mod tts;
 #[cfg(test)]
 mod test_support;
 
