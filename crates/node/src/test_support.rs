@@ -402,3 +402,44 @@ pub fn loud_seconds(path: &Path) -> f64 {
         .count();
     loud as f64 / 50.0
 }
+
+/// A private speech-dispatcher service playing into `pulse`, on a socket in that server's
+/// directory (it needs speech-dispatcher-espeak-ng for a voice: without it, its dummy module
+/// hangs). Killed by its PID when dropped.
+pub struct SpeechDispatcher {
+    _service: Spawned,
+    pub socket: PathBuf,
+}
+
+impl SpeechDispatcher {
+    pub fn start(pulse: &PulseServer) -> SpeechDispatcher {
+        assert!(
+            Path::new("/usr/lib/speech-dispatcher-modules/sd_espeak-ng").is_file(),
+            "speech-dispatcher's espeak-ng module is missing; apt-get install -y speech-dispatcher-espeak-ng"
+        );
+        let dir = pulse.dir.path();
+        let socket = dir.join("speechd.sock");
+        let mut command = Command::new("speech-dispatcher");
+        command
+            .args(["--run-single", "--timeout", "0", "--communication-method", "unix_socket", "--socket-path"])
+            .arg(&socket)
+            .arg("--pid-file")
+            .arg(dir.join("speechd.pid"))
+            .arg("--log-dir")
+            .arg(dir)
+            .env("HOME", dir)
+            .env("XDG_RUNTIME_DIR", dir)
+            .env("PULSE_SERVER", &pulse.address);
+        let service = Spawned::start("speech-dispatcher", "speech-dispatcher", &mut command, dir);
+        let started = std::time::Instant::now();
+        while !socket.exists() {
+            assert!(
+                started.elapsed() < STARTUP_DEADLINE,
+                "speech-dispatcher did not open its socket; stderr:\n{}",
+                service.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        SpeechDispatcher { _service: service, socket }
+    }
+}

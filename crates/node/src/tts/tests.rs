@@ -11,7 +11,7 @@ use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 use super::*;
 use crate::audio::SoundServer;
 use crate::capability::Caller;
-use crate::test_support::{PulseServer, loudness, require};
+use crate::test_support::{PulseServer, SpeechDispatcher, loudness, require};
 
 const WORDS: [&str; 12] =
     ["apple", "river", "purple", "seven", "window", "tiger", "garden", "copper", "winter", "pencil", "orange", "rocket"];
@@ -60,6 +60,22 @@ impl Fixture {
         };
         let capability = TtsCapability::with_config(Arc::new(LiveSettings::open(path).unwrap()), config);
         Fixture { capability, dir }
+    }
+
+    fn with_speechd(server: &PulseServer, speechd: &SpeechDispatcher, settings_json: &str) -> Fixture {
+        let mut fixture = Fixture::new(Some(&server.address), settings_json);
+        let path = fixture.dir.path().join("settings.json");
+        let config = Config {
+            environment: Environment {
+                voice_dirs: vec![fixture.dir.path().join("voices")],
+                speechd_socket: Some(speechd.socket.clone()),
+                max_voice_entries: 256,
+            },
+            playback: Playback { server: SoundServer { address: Some(server.address.clone()) } },
+            temp_root: Some(fixture.dir.path().to_path_buf()),
+        };
+        fixture.capability = TtsCapability::with_config(Arc::new(LiveSettings::open(path).unwrap()), config);
+        fixture
     }
 
     fn with_piper(server: Option<&str>) -> Fixture {
@@ -283,4 +299,23 @@ async fn piper_speaks_with_an_installed_voice() {
     named.unwrap();
     let missing = fixture.call("tts.speak", json!({"text": "hi", "provider": "piper", "voiceId": "de_DE-x"})).await.unwrap_err();
     assert_eq!(missing.message, "piper has no voice `de_DE-x`; installed voices: en_US-joe-medium");
+}
+
+#[tokio::test]
+async fn speech_dispatcher_speaks_on_the_sink_when_it_runs() {
+    require("spd-say", "speech-dispatcher");
+    let server = PulseServer::start();
+    let speechd = SpeechDispatcher::start(&server);
+    let fixture = Fixture::with_speechd(&server, &speechd, r#"{"NodeTtsProvider": "speech-dispatcher"}"#);
+    let status = fixture.call("tts.status", json!({})).await.unwrap().payload.unwrap();
+    assert_eq!((status["effectiveProvider"].clone(), status["willFallBack"].clone()), (json!("speech-dispatcher"), json!(false)));
+    let recording = server.record_monitor("speechd");
+    let output = fixture.call("tts.speak", json!({"text": format!("the words are {}", nonce())})).await.unwrap();
+    let heard = loudness(&recording.stop());
+    let answer = output.payload.unwrap();
+    assert_eq!((answer["provider"].clone(), answer["fellBack"].clone()), (json!("speech-dispatcher"), json!(false)));
+    assert!(heard.rms > 0.01 && heard.seconds > 0.5, "the sink heard {heard:?}");
+    // play:false cannot use it: the configured service is passed over for one that returns audio.
+    let returned = fixture.call("tts.speak", json!({"text": "hello", "play": false})).await.unwrap();
+    assert_eq!(returned.payload.unwrap()["provider"], "espeak-ng");
 }
