@@ -41,9 +41,10 @@ use crate::settings::LiveSettings;
 
 /// Upstream's limit on `text`, in characters after trimming.
 pub const MAX_TEXT_CHARS: usize = 5000;
-/// The largest WAV a synthesis may produce (5000 characters are about 6 minutes of 22 kHz mono
-/// speech, 16 MB); its base64 must still fit an MCP answer.
-pub const MAX_AUDIO_BYTES: u64 = 32 << 20;
+/// The largest WAV `play:false` returns (5000 characters of espeak-ng are about 4.5 minutes of
+/// 22 kHz mono speech, 11.7 MB), as camera clips: its base64 must fit an MCP answer and a
+/// gateway frame. Played speech is not held in memory, so it has no such limit.
+pub const MAX_AUDIO_BYTES: u64 = 16 << 20;
 /// What every answer's audio is.
 pub const CONTENT_TYPE: &str = "audio/wav";
 
@@ -53,12 +54,25 @@ pub struct TtsCapability {
 }
 
 /// Where the capability finds its engines and its sound server.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub environment: Environment,
     pub playback: Playback,
     /// Where each synthesis's private directory is made (`None`: the system temp dir).
     pub temp_root: Option<PathBuf>,
+    /// The largest WAV returned by `play:false` ([`MAX_AUDIO_BYTES`]; tests set their own edge).
+    pub max_audio_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            environment: Environment::default(),
+            playback: Playback::default(),
+            temp_root: None,
+            max_audio_bytes: MAX_AUDIO_BYTES,
+        }
+    }
 }
 
 struct State {
@@ -385,16 +399,18 @@ async fn speak(state: &State, request: InvokeRequest, ctx: CallContext) -> ToolO
         .map_err(|e| ToolFailure::new(format!("Speak failed: cannot make a private directory: {e}")))?;
     let wav = dir.path().join("speech.wav");
     choice.status.synthesize(&utterance, dir.path(), &wav, &stop.token).await.map_err(|e| spoke_failed(e, &ctx))?;
-    let size = std::fs::metadata(&wav).map(|meta| meta.len()).unwrap_or(0);
-    if size > MAX_AUDIO_BYTES {
-        return Err(ToolFailure::new(format!(
-            "Speak failed: the speech is {size} bytes, over the {MAX_AUDIO_BYTES}-byte limit; say less at once"
-        )));
-    }
     let info = WavInfo::read(&wav).map_err(|e| ToolFailure::new(format!("Speak failed: {} wrote {e}", provider.id())))?;
     answer["durationMs"] = json!(info.duration().as_millis() as u64);
 
     if !args.play {
+        let size = std::fs::metadata(&wav).map(|meta| meta.len()).unwrap_or(0);
+        if size > state.config.max_audio_bytes {
+            return Err(ToolFailure::new(format!(
+                "Speak failed: the speech is {size} bytes of WAV, over the {}-byte limit of returned audio; say less \
+                 at once, or play it (play:true)",
+                state.config.max_audio_bytes
+            )));
+        }
         let bytes = std::fs::read(&wav).map_err(|e| ToolFailure::new(format!("Speak failed: {e}")))?;
         answer["spoken"] = json!(false);
         answer["bytes"] = json!(bytes.len());

@@ -58,6 +58,7 @@ impl Fixture {
             },
             playback: Playback { server: SoundServer { address: Some(address) } },
             temp_root: Some(dir.path().to_path_buf()),
+            max_audio_bytes: MAX_AUDIO_BYTES,
         };
         let capability = TtsCapability::with_config(Arc::new(LiveSettings::open(path).unwrap()), config);
         Fixture { capability, dir }
@@ -75,6 +76,7 @@ impl Fixture {
             },
             playback: Playback { server: SoundServer { address: Some(server.address.clone()) } },
             temp_root: Some(fixture.dir.path().to_path_buf()),
+            max_audio_bytes: MAX_AUDIO_BYTES,
         };
         fixture.capability = TtsCapability::with_config(Arc::new(LiveSettings::open(path).unwrap()), config);
         fixture
@@ -342,4 +344,33 @@ async fn without_an_engine_the_commands_are_unlisted_and_say_what_to_install() {
     };
     let error = capability.invoke(request, CallContext::detached()).await.unwrap_err();
     assert!(error.message.starts_with("tts.speak is not available on this machine: no speech engine"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn returned_audio_is_bounded_at_its_edge() {
+    let mut fixture = Fixture::new(None, "{}");
+    let text = "the same sentence every time";
+    let size = fixture.call("tts.speak", json!({"text": text, "play": false})).await.unwrap().payload.unwrap()["bytes"]
+        .as_u64()
+        .unwrap();
+    let settings = Arc::new(LiveSettings::open(fixture.dir.path().join("settings.json")).unwrap());
+    let at = |limit: u64, dir: &Path| Config {
+        environment: Environment { voice_dirs: vec![], speechd_socket: Some(dir.join("none")), ..Environment::default() },
+        temp_root: Some(dir.to_path_buf()),
+        max_audio_bytes: limit,
+        ..Config::default()
+    };
+    fixture.capability = TtsCapability::with_config(settings.clone(), at(size, fixture.dir.path()));
+    fixture.call("tts.speak", json!({"text": text, "play": false})).await.expect("exactly at the limit");
+    fixture.capability = TtsCapability::with_config(settings, at(size - 1, fixture.dir.path()));
+    let over = fixture.call("tts.speak", json!({"text": text, "play": false})).await.unwrap_err();
+    assert_eq!(
+        over.message,
+        format!(
+            "Speak failed: the speech is {size} bytes of WAV, over the {}-byte limit of returned audio; say less at \
+             once, or play it (play:true)",
+            size - 1
+        )
+    );
+    assert!(fixture.leftovers().is_empty(), "{:?}", fixture.leftovers());
 }
