@@ -214,8 +214,7 @@ def main():
         profile = "release" if "/release/" in clawmcp else "debug"
         text = f"""# tts.speak: time to the first audio sample
 
-Command: `bench/tts.py --runs {options.runs} --write-results` ({stamp}); clawmcp {profile} build
-(`{os.path.relpath(clawmcp, ROOT) if clawmcp.startswith(ROOT) else clawmcp}`).
+Command: `bench/tts.py --runs {options.runs} --write-results` ({stamp}); clawmcp {profile} build.
 
 From starting the method to the first sample louder than 2% of full scale arriving on a private
 PulseAudio null sink's monitor (parecord, 10 ms latency, the same for every method), three

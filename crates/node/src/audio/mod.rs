@@ -190,6 +190,17 @@ impl Playback {
     /// once by `cancel`; stopped as stalled after `length` + [`PLAYBACK_ALLOWANCE`].
     pub async fn play(&self, wav: &Path, length: Duration, cancel: &CancellationToken) -> Result<(), AudioError> {
         self.check(cancel).await?;
+        self.play_checked(wav, length, cancel).await
+    }
+
+    /// [`Playback::play`] after the caller ran [`Playback::check`] itself (`tts.speak` runs it
+    /// while the speech is synthesised, so the check adds nothing to the time to first sound).
+    pub async fn play_checked(
+        &self,
+        wav: &Path,
+        length: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(), AudioError> {
         let (paplay, _) = Playback::installed().map_err(AudioError::Missing)?;
         let argv = vec![paplay.to_string_lossy().into_owned(), wav.to_string_lossy().into_owned()];
         run_client(&self.server, argv, length + PLAYBACK_ALLOWANCE, cancel).await.map(drop)

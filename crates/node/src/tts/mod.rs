@@ -398,7 +398,21 @@ async fn speak(state: &State, request: InvokeRequest, ctx: CallContext) -> ToolO
         .tempdir_in(&temp_root)
         .map_err(|e| ToolFailure::new(format!("Speak failed: cannot make a private directory: {e}")))?;
     let wav = dir.path().join("speech.wav");
-    choice.status.synthesize(&utterance, dir.path(), &wav, &stop.token).await.map_err(|e| spoke_failed(e, &ctx))?;
+    let synthesis = choice.status.synthesize(&utterance, dir.path(), &wav, &stop.token);
+    let (synthesised, checked) = match args.play {
+        // The sound server is checked while the engine runs: a missing server or a muted sink
+        // fails the call as early, and costs no time when all is well.
+        true => {
+            let (synthesised, checked) = tokio::join!(synthesis, state.config.playback.check(&stop.token));
+            (synthesised, Some(checked))
+        }
+        false => (synthesis.await, None),
+    };
+    // The text's own problems (an unknown voice) come first: they are the caller's to fix.
+    synthesised.map_err(|e| spoke_failed(e, &ctx))?;
+    if let Some(Err(error)) = checked {
+        return Err(played_failed(error, &ctx));
+    }
     let info = WavInfo::read(&wav).map_err(|e| ToolFailure::new(format!("Speak failed: {} wrote {e}", provider.id())))?;
     answer["durationMs"] = json!(info.duration().as_millis() as u64);
 
@@ -424,7 +438,7 @@ async fn speak(state: &State, request: InvokeRequest, ctx: CallContext) -> ToolO
     }
 
     let _turn = take_turn(state, &stop.token, &ctx).await?;
-    state.config.playback.play(&wav, info.duration(), &stop.token).await.map_err(|e| played_failed(e, &ctx))?;
+    state.config.playback.play_checked(&wav, info.duration(), &stop.token).await.map_err(|e| played_failed(e, &ctx))?;
     tracing::info!(provider = provider.id(), duration_ms = info.duration().as_millis() as u64, "tts spoke");
     Ok(ToolOutput::from(answer))
 }
