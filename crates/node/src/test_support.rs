@@ -443,3 +443,29 @@ impl SpeechDispatcher {
         SpeechDispatcher { _service: service, socket }
     }
 }
+
+/// A local MCP caller's request for `command` with `args` (a JSON object).
+pub fn invoke_request(command: &str, args: serde_json::Value) -> crate::capability::InvokeRequest {
+    crate::capability::InvokeRequest {
+        id: "t".into(),
+        command: command.into(),
+        args: args.as_object().expect("arguments are an object").clone(),
+        session_key: None,
+        caller: crate::capability::Caller::Mcp,
+    }
+}
+
+/// The processes whose command line mentions `needle` (a test's private directory): what a
+/// call left running.
+pub fn processes_mentioning(needle: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains(needle).then_some(cmdline)
+        })
+        .collect()
+}

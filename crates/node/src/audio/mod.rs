@@ -115,8 +115,9 @@ impl std::fmt::Display for AudioError {
             ),
             AudioError::Stalled(limit) => write!(
                 f,
-                "playback did not finish within {} s (the sink may be suspended or stuck) and was stopped",
-                limit.as_secs()
+                "playback did not finish within {:.1} s (the default sink may be suspended or stuck: `pactl \
+                 suspend-sink @DEFAULT_SINK@ 0` resumes it) and was stopped; or use play:false",
+                limit.as_secs_f64()
             ),
             AudioError::Failed(message) => write!(f, "{message}"),
         }
@@ -164,9 +165,23 @@ async fn run_client(
 }
 
 /// Plays WAV files to the default sink of one sound server.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Playback {
     pub server: SoundServer,
+    /// How much longer than the sound a playback may take ([`PLAYBACK_ALLOWANCE`]).
+    pub allowance: Duration,
+}
+
+impl Default for Playback {
+    fn default() -> Self {
+        Playback { server: SoundServer::default(), allowance: PLAYBACK_ALLOWANCE }
+    }
+}
+
+impl Playback {
+    pub fn to(server: SoundServer) -> Playback {
+        Playback { server, ..Playback::default() }
+    }
 }
 
 impl Playback {
@@ -190,7 +205,8 @@ impl Playback {
     }
 
     /// Plays `wav` (of `length`) to the default sink and returns once it has drained. Stopped at
-    /// once by `cancel`; stopped as stalled after `length` + [`PLAYBACK_ALLOWANCE`].
+    /// once by `cancel`; stopped as stalled after `length` + [`Playback::allowance`] (a sink
+    /// suspended by the user, say, takes the stream and never plays it).
     pub async fn play(&self, wav: &Path, length: Duration, cancel: &CancellationToken) -> Result<(), AudioError> {
         self.check(cancel).await?;
         self.play_checked(wav, length, cancel).await
@@ -206,7 +222,7 @@ impl Playback {
     ) -> Result<(), AudioError> {
         let (paplay, _) = Playback::installed().map_err(AudioError::Missing)?;
         let argv = vec![paplay.to_string_lossy().into_owned(), wav.to_string_lossy().into_owned()];
-        run_client(&self.server, argv, length + PLAYBACK_ALLOWANCE, cancel).await.map(drop)
+        run_client(&self.server, argv, length + self.allowance, cancel).await.map(drop)
     }
 }
 

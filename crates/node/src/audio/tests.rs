@@ -18,7 +18,7 @@ fn speech(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn playback(server: &PulseServer) -> Playback {
-    Playback { server: SoundServer { address: Some(server.address.clone()) } }
+    Playback::to(SoundServer { address: Some(server.address.clone()) })
 }
 
 #[tokio::test]
@@ -38,7 +38,7 @@ async fn no_server_is_a_clear_error_naming_where_it_looked() {
     let dir = tempfile::tempdir().unwrap();
     let address = format!("unix:{}", dir.path().join("no-server").display());
     let wav = speech(dir.path(), "unheard", "nobody hears this");
-    let player = Playback { server: SoundServer { address: Some(address.clone()) } };
+    let player = Playback::to(SoundServer { address: Some(address.clone()) });
     let error = player.play(&wav, Duration::from_secs(1), &CancellationToken::new()).await.unwrap_err();
     assert_eq!(error, AudioError::NoServer(address.clone()));
     let message = error.to_string();
@@ -56,6 +56,18 @@ async fn a_muted_sink_is_refused_before_anything_plays() {
     assert!(error.to_string().contains("pactl set-sink-mute @DEFAULT_SINK@ 0"), "{error}");
     server.pactl(&["set-sink-mute", NULL_SINK, "0"]);
     playback(&server).check(&CancellationToken::new()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_sink_that_never_plays_is_stopped_after_the_sound_and_its_allowance() {
+    let server = PulseServer::start();
+    server.pactl(&["suspend-sink", NULL_SINK, "1"]);
+    let wav = speech(server.dir.path(), "stuck", "hello there");
+    let length = WavInfo::read(&wav).unwrap().duration();
+    let player = Playback { allowance: Duration::from_millis(500), ..playback(&server) };
+    let error = player.play(&wav, length, &CancellationToken::new()).await.unwrap_err();
+    assert_eq!(error, AudioError::Stalled(length + Duration::from_millis(500)));
+    assert!(error.to_string().contains("suspend-sink @DEFAULT_SINK@ 0"), "{error}");
 }
 
 #[tokio::test]

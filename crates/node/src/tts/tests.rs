@@ -10,8 +10,7 @@ use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 
 use super::*;
 use crate::audio::SoundServer;
-use crate::capability::Caller;
-use crate::test_support::{PulseServer, SpeechDispatcher, loudness, require};
+use crate::test_support::{PulseServer, SpeechDispatcher, invoke_request, loudness, processes_mentioning, require};
 
 const WORDS: [&str; 12] = [
     "apple", "river", "purple", "seven", "window", "tiger", "garden", "copper", "winter", "pencil", "orange", "rocket",
@@ -60,7 +59,7 @@ impl Fixture {
                 max_voice_entries: 256,
                 search_path: None,
             },
-            playback: Playback { server: SoundServer { address: Some(address) } },
+            playback: Playback::to(SoundServer { address: Some(address) }),
             temp_root: Some(dir.path().to_path_buf()),
             max_audio_bytes: MAX_AUDIO_BYTES,
         };
@@ -78,7 +77,7 @@ impl Fixture {
                 max_voice_entries: 256,
                 search_path: None,
             },
-            playback: Playback { server: SoundServer { address: Some(server.address.clone()) } },
+            playback: Playback::to(SoundServer { address: Some(server.address.clone()) }),
             temp_root: Some(fixture.dir.path().to_path_buf()),
             max_audio_bytes: MAX_AUDIO_BYTES,
         };
@@ -102,14 +101,7 @@ impl Fixture {
     }
 
     async fn call_with(&self, name: &str, args: Value, ctx: CallContext) -> ToolOutcome {
-        let request = InvokeRequest {
-            id: "t".into(),
-            command: name.into(),
-            args: args.as_object().unwrap().clone(),
-            session_key: None,
-            caller: Caller::Mcp,
-        };
-        self.capability.invoke(request, ctx).await
+        self.capability.invoke(invoke_request(name, args), ctx).await
     }
 
     /// Nothing of a synthesis is left in the temp root (only settings.json and voices).
@@ -282,6 +274,8 @@ async fn interrupt_stops_the_previous_utterance_and_speaks_next() {
     let second = fixture.call("tts.speak", json!({"text": nonce(), "interrupt": true})).await.unwrap();
     let first = first.await.unwrap().unwrap_err();
     assert_eq!(first.message, "Speak canceled: interrupted by a later tts.speak with interrupt:true");
+    let left = processes_mentioning(&fixture.dir.path().to_string_lossy());
+    assert!(left.is_empty(), "the interrupted call left {left:?} running");
     let heard = loudness(&recording.stop());
     let spoken = second.payload.unwrap()["durationMs"].as_u64().unwrap() as f64 / 1000.0;
     assert!(heard.rms > 0.01, "{heard:?}");
@@ -308,6 +302,8 @@ async fn cancelling_the_call_stops_its_audio() {
     let (result, ()) = tokio::join!(speaking, stopper);
     assert_eq!(result.unwrap_err().message, clawmcp_mcp::CANCELLED);
     assert!(fixture.leftovers().is_empty(), "{:?}", fixture.leftovers());
+    let left = processes_mentioning(&fixture.dir.path().to_string_lossy());
+    assert!(left.is_empty(), "the cancelled call left {left:?} running");
 }
 
 #[tokio::test]
@@ -361,14 +357,10 @@ async fn without_an_engine_the_commands_are_unlisted_and_say_what_to_install() {
         assert!(reason.starts_with("unavailable: no speech engine is ready"), "{reason}");
         assert!(reason.ends_with("install it: apt install espeak-ng"), "{reason}");
     }
-    let request = InvokeRequest {
-        id: "t".into(),
-        command: "tts.speak".into(),
-        args: json!({"text": "hi"}).as_object().unwrap().clone(),
-        session_key: None,
-        caller: Caller::Mcp,
-    };
-    let error = capability.invoke(request, CallContext::detached()).await.unwrap_err();
+    let error = capability
+        .invoke(invoke_request("tts.speak", json!({"text": "hi"})), CallContext::detached())
+        .await
+        .unwrap_err();
     assert!(
         error.message.starts_with("tts.speak is not available on this machine: no speech engine"),
         "{}",
