@@ -400,3 +400,25 @@ async fn returned_audio_is_bounded_at_its_edge() {
     );
     assert!(fixture.leftovers().is_empty(), "{:?}", fixture.leftovers());
 }
+
+#[tokio::test]
+async fn over_mcp_returned_speech_is_an_audio_block_after_its_json() {
+    use clawmcp_mcp::McpService;
+    let fixture = Fixture::new(None, "{}");
+    let registry = crate::Registry::new();
+    registry.register(&fixture.capability);
+    let service = crate::NodeMcpService::new(Arc::new(registry));
+    let arguments = json!({"text": nonce(), "play": false}).as_object().unwrap().clone();
+    let result = service.call_tool("tts.speak", arguments, CallContext::detached()).await;
+    assert!(!result.is_error, "{:?}", result.first_text());
+    let answer: Value = serde_json::from_str(result.first_text().unwrap()).unwrap();
+    assert_eq!(answer["provider"], "espeak-ng");
+    match &result.content[..] {
+        [Content::Text { text }, Content::Audio { data, mime_type }] => {
+            assert!(!text.contains(data.as_str()), "no base64 in the text block");
+            assert_eq!(mime_type, "audio/wav");
+            assert_eq!(STANDARD.decode(data).unwrap().len() as u64, answer["bytes"].as_u64().unwrap());
+        }
+        other => panic!("expected the JSON text then one audio block: {other:?}"),
+    }
+}
