@@ -422,3 +422,39 @@ async fn over_mcp_returned_speech_is_an_audio_block_after_its_json() {
         other => panic!("expected the JSON text then one audio block: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn an_interrupt_silences_speech_dispatcher_too() {
+    require("spd-say", "speech-dispatcher");
+    let server = PulseServer::start();
+    let speechd = SpeechDispatcher::start(&server);
+    let fixture = Arc::new(Fixture::with_speechd(&server, &speechd, "{}"));
+    let long_text = format!("{} ", nonce()).repeat(20);
+    let first = tokio::spawn({
+        let (fixture, text) = (fixture.clone(), long_text.clone());
+        async move { fixture.call("tts.speak", json!({"text": text, "provider": "speech-dispatcher"})).await }
+    });
+    loop {
+        let status = fixture.call("tts.status", json!({})).await.unwrap().payload.unwrap();
+        if status["speaking"] == true {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the service start speaking, then interrupt with an engine the node plays itself.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let recording = server.record_monitor("after");
+    let second = fixture.call("tts.speak", json!({"text": nonce(), "interrupt": true})).await.unwrap();
+    let first = first.await.unwrap().unwrap_err();
+    assert_eq!(first.message, "Speak canceled: interrupted by a later tts.speak with interrupt:true");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    recording.stop();
+    let spoken = second.payload.unwrap()["durationMs"].as_u64().unwrap() as f64 / 1000.0;
+    let loud = crate::test_support::loud_seconds(&server.dir.path().join("after.wav"));
+    assert!(
+        loud <= spoken + 0.5,
+        "the service went on speaking: {loud} s loud after the interrupt, the new speech is {spoken} s"
+    );
+    let left = processes_mentioning(long_text.trim());
+    assert!(left.is_empty(), "spd-say outlived its call: {left:?}");
+}
