@@ -265,6 +265,15 @@ pub const NULL_SINK: &str = "nullsink";
 
 impl PulseServer {
     pub fn start() -> PulseServer {
+        PulseServer::start_with(true)
+    }
+
+    /// A server with no sink at all (no output device).
+    pub fn without_sinks() -> PulseServer {
+        PulseServer::start_with(false)
+    }
+
+    fn start_with(null_sink: bool) -> PulseServer {
         require("pactl", "pulseaudio-utils");
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("native");
@@ -273,8 +282,11 @@ impl PulseServer {
             .args(["-n", "--daemonize=no", "--exit-idle-time=-1", "--system=false", "--use-pid-file=no"])
             .args(["--disallow-module-loading=no", "--log-target=stderr"])
             .arg("-L")
-            .arg(format!("module-native-protocol-unix socket={}", socket.display()))
-            .args(["-L", &format!("module-null-sink sink_name={NULL_SINK}")])
+            .arg(format!("module-native-protocol-unix socket={}", socket.display()));
+        if null_sink {
+            command.args(["-L", &format!("module-null-sink sink_name={NULL_SINK}")]);
+        }
+        command
             .env("HOME", dir.path())
             .env("XDG_RUNTIME_DIR", dir.path())
             .env_remove("PULSE_SERVER")

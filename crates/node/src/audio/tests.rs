@@ -47,6 +47,16 @@ async fn no_server_is_a_clear_error_naming_where_it_looked() {
 }
 
 #[tokio::test]
+async fn a_server_without_an_output_device_says_so() {
+    let server = PulseServer::without_sinks();
+    let wav = speech(server.dir.path(), "nowhere", "there is no device");
+    let error = playback(&server).play(&wav, Duration::from_secs(1), &CancellationToken::new()).await.unwrap_err();
+    assert_eq!(error, AudioError::NoDevice("the sound server has no default sink".to_owned()));
+    let message = error.to_string();
+    assert!(message.ends_with("add an output device (or a null sink) or use play:false"), "{message}");
+}
+
+#[tokio::test]
 async fn a_muted_sink_is_refused_before_anything_plays() {
     let server = PulseServer::start();
     server.pactl(&["set-sink-mute", NULL_SINK, "1"]);
