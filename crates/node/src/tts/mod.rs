@@ -380,7 +380,6 @@ async fn speak(state: &State, request: InvokeRequest, ctx: CallContext) -> ToolO
     let round = state.speaker.join(args.interrupt);
     let stop = queue::either(&ctx.cancel, &round);
     let utterance = Utterance { text: &args.text, voice: args.voice.as_deref() };
-    let started = Instant::now();
     let mut answer = json!({
         "spoken": true,
         "played": args.play,
@@ -392,6 +391,8 @@ async fn speak(state: &State, request: InvokeRequest, ctx: CallContext) -> ToolO
 
     if !provider.returns_audio() {
         let _turn = take_turn(state, &stop.token, &ctx).await?;
+        // The service reports no length: the time it took to speak is the nearest there is.
+        let started = Instant::now();
         choice.status.speak_through_service(&utterance, &stop.token).await.map_err(|e| spoke_failed(e, &ctx))?;
         answer["durationMs"] = json!(started.elapsed().as_millis() as u64);
         tracing::info!(provider = provider.id(), chars = args.text.chars().count(), "tts spoke");
