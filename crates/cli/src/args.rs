@@ -440,7 +440,7 @@ pub enum SettingsAction {
     /// Set one setting; a running node applies it to its next call. Switches take true or
     /// false; the sandbox's limits a number or `none` (no limit); WritablePaths a
     /// colon-separated list of absolute paths (empty for none); NodeFileRoots too (empty for the
-    /// home directory).
+    /// home directory); NodeTtsProvider a provider id (empty for the best ready one).
     Set {
         key: SettingKey,
         /// true or false for a switch; a number or `none` for a sandbox limit; colon-separated
@@ -469,6 +469,9 @@ pub enum SettingKey {
     /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
     /// home directory, the default).
     NodeFileRoots,
+    /// The provider tts.speak uses when a call names none: piper, espeak-ng or
+    /// speech-dispatcher (empty: the best ready one, the default).
+    NodeTtsProvider,
     /// Contain every system.run (Landlock, namespaces, resource limits).
     #[value(name = "SystemRunSandbox.Enabled")]
     SandboxEnabled,

@@ -17,6 +17,7 @@
 //!   (`openclaw/file-channel`) that binary `file.fetch` and `file.create` stream over.
 
 pub mod approvals;
+pub mod audio;
 pub mod availability;
 pub mod camera;
 pub mod capability;
@@ -34,6 +35,7 @@ pub mod settings;
 pub mod system;
 #[cfg(test)]
 mod test_support;
+pub mod tts;
 
 pub use capability::{Caller, Capability, CapabilityError, CommandSpec, InvokeRequest, InvokeResult};
 pub use registry::{LocalMethods, NodeMcpService, Registry};

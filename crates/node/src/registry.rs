@@ -28,6 +28,7 @@ use crate::location::LocationCapability;
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
 use crate::system::SystemCapability;
+use crate::tts::TtsCapability;
 
 /// Every command in registration order (the core's [`ToolSet`]). Cheap to share.
 #[derive(Default)]
@@ -55,6 +56,7 @@ impl Registry {
         registry.register(&CameraCapability::new(settings.clone()));
         registry.register(&ClipboardCapability::new(settings.clone()));
         registry.register(&LocationCapability::new(settings.clone()));
+        registry.register(&TtsCapability::new(settings.clone()));
         let file_policy = FilePolicy::new(settings);
         let file_channels = FileChannels::new();
         registry.register(&FilesCapability::with_channels(file_policy.clone(), file_channels.clone()));

@@ -133,6 +133,12 @@ pub struct Settings {
     /// are never served, whatever this says (`crate::files::policy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_file_roots: Option<Vec<PathBuf>>,
+    /// The provider `tts.speak` uses when a call names none (`piper`, `espeak-ng` or
+    /// `speech-dispatcher`). Absent: the best ready one. Not ready when used: the best ready one,
+    /// and the answer says `fellBack`. Upstream's `TtsProvider` names Windows providers, so the
+    /// name is clawmcp's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_tts_provider: Option<String>,
     /// The optional Linux containment of `system.run` (off by default).
     #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
     pub system_run_sandbox: SandboxSettings,
@@ -177,6 +183,7 @@ impl Default for Settings {
             node_clipboard_read_enabled: false,
             node_location_enabled: false,
             node_file_roots: None,
+            node_tts_provider: None,
             system_run_sandbox: SandboxSettings::default(),
             gateway_url: None,
             gateway_token_file: None,

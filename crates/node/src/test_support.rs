@@ -264,3 +264,235 @@ pub async fn wait_for_name(address: &str, name: &str, process: &mut Spawned) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A private PulseAudio server for one test group: its own HOME and runtime directory, a unix
+/// socket in a temp dir (no network), and one null sink (`nullsink`) whose monitor
+/// (`nullsink.monitor`) records whatever is played. Killed by its PID when dropped.
+pub struct PulseServer {
+    server: Spawned,
+    /// A `PULSE_SERVER` value for its socket.
+    pub address: String,
+    pub dir: tempfile::TempDir,
+}
+
+/// The null sink every [`PulseServer`] has, and is its default.
+pub const NULL_SINK: &str = "nullsink";
+
+impl PulseServer {
+    pub fn start() -> PulseServer {
+        PulseServer::start_with(true)
+    }
+
+    /// A server with no sink at all (no output device).
+    pub fn without_sinks() -> PulseServer {
+        PulseServer::start_with(false)
+    }
+
+    fn start_with(null_sink: bool) -> PulseServer {
+        require("pactl", "pulseaudio-utils");
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("native");
+        let mut command = Command::new("pulseaudio");
+        command
+            .args(["-n", "--daemonize=no", "--exit-idle-time=-1", "--system=false", "--use-pid-file=no"])
+            .args(["--disallow-module-loading=no", "--log-target=stderr"])
+            .arg("-L")
+            .arg(format!("module-native-protocol-unix socket={}", socket.display()));
+        if null_sink {
+            command.args(["-L", &format!("module-null-sink sink_name={NULL_SINK}")]);
+        }
+        command
+            .env("HOME", dir.path())
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .env_remove("PULSE_SERVER")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
+        let mut server = Spawned::start("pulseaudio", "pulseaudio", &mut command, dir.path());
+        let address = format!("unix:{}", socket.display());
+        let started = std::time::Instant::now();
+        loop {
+            let answered = Command::new("pactl")
+                .arg("info")
+                .env("PULSE_SERVER", &address)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            if answered {
+                break;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("pulseaudio exited ({status}); stderr:\n{}", server.stderr());
+            }
+            assert!(started.elapsed() < STARTUP_DEADLINE, "pulseaudio did not answer; stderr:\n{}", server.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        PulseServer { server, address, dir }
+    }
+
+    /// Runs `pactl args` against this server and asserts it succeeded.
+    pub fn pactl(&self, args: &[&str]) {
+        let status = Command::new("pactl").args(args).env("PULSE_SERVER", &self.address).status().unwrap();
+        assert!(status.success(), "pactl {args:?} failed; server stderr:\n{}", self.server.stderr());
+    }
+
+    /// Starts recording the null sink's monitor into a WAV file in the server's directory.
+    pub fn record_monitor(&self, name: &str) -> Recording {
+        require("parecord", "pulseaudio-utils");
+        let path = self.dir.path().join(format!("{name}.wav"));
+        let mut command = Command::new("parecord");
+        command
+            // A small latency: parecord's default buffers about a second, which SIGINT loses.
+            .args(["--file-format=wav", "--latency-msec=10", &format!("--device={NULL_SINK}.monitor")])
+            .arg(&path)
+            .env("PULSE_SERVER", &self.address);
+        let process = Spawned::start("parecord", "pulseaudio-utils", &mut command, self.dir.path());
+        // parecord opens the file once its stream is set up; the sound that comes before that
+        // is lost, so a test plays only after this.
+        let started = std::time::Instant::now();
+        while !path.exists() {
+            assert!(started.elapsed() < STARTUP_DEADLINE, "parecord did not start; stderr:\n{}", process.stderr());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        Recording { process, path }
+    }
+}
+
+impl Drop for PulseServer {
+    fn drop(&mut self) {
+        let _ = self.server.child.kill();
+        let _ = self.server.child.wait();
+    }
+}
+
+/// A `parecord` of a monitor, running until [`Recording::stop`].
+pub struct Recording {
+    process: Spawned,
+    path: PathBuf,
+}
+
+impl Recording {
+    /// Stops parecord gently (SIGINT: it writes the WAV header's sizes) and returns the file.
+    /// A null sink's monitor yields sound only while something plays, so the recording is as
+    /// long as what was played, however long it ran.
+    pub fn stop(mut self) -> PathBuf {
+        std::thread::sleep(Duration::from_millis(100));
+        let pid = nix::unistd::Pid::from_raw(self.process.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        let _ = self.process.child.wait();
+        self.path.clone()
+    }
+}
+
+/// What a WAV file holds: its length and loudness (RMS of the samples, full scale 1.0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loudness {
+    pub seconds: f64,
+    pub rms: f64,
+    /// The seconds from the start to the first sample louder than 1% of full scale (`None`:
+    /// silence throughout).
+    pub onset: Option<f64>,
+}
+
+/// [`Loudness`] of the 16-bit PCM WAV at `path` (what espeak-ng, piper and parecord write).
+pub fn loudness(path: &Path) -> Loudness {
+    let mut reader = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: not a WAV: {e}", path.display()));
+    let spec = reader.spec();
+    assert_eq!(spec.bits_per_sample, 16, "{}: {spec:?}", path.display());
+    let (mut sum, mut count, mut onset) = (0f64, 0u64, None);
+    for sample in reader.samples::<i16>() {
+        let value = f64::from(sample.unwrap()) / 32768.0;
+        if onset.is_none() && value.abs() > 0.01 {
+            onset = Some(count as f64 / f64::from(spec.channels) / f64::from(spec.sample_rate));
+        }
+        sum += value * value;
+        count += 1;
+    }
+    let frames = count as f64 / f64::from(spec.channels);
+    Loudness {
+        seconds: frames / f64::from(spec.sample_rate),
+        rms: if count == 0 { 0.0 } else { (sum / count as f64).sqrt() },
+        onset,
+    }
+}
+
+/// The seconds of the 16-bit WAV at `path` that hold sound: 20 ms windows whose RMS is above
+/// 0.01 (speech has short pauses, so this is a little less than the speech's length).
+pub fn loud_seconds(path: &Path) -> f64 {
+    let mut reader = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: not a WAV: {e}", path.display()));
+    let spec = reader.spec();
+    let window = (spec.sample_rate as usize * spec.channels as usize / 50).max(1);
+    let samples: Vec<f64> = reader.samples::<i16>().map(|s| f64::from(s.unwrap()) / 32768.0).collect();
+    let loud = samples
+        .chunks(window)
+        .filter(|chunk| (chunk.iter().map(|v| v * v).sum::<f64>() / chunk.len() as f64).sqrt() > 0.01)
+        .count();
+    loud as f64 / 50.0
+}
+
+/// A private speech-dispatcher service playing into `pulse`, on a socket in that server's
+/// directory (it needs speech-dispatcher-espeak-ng for a voice: without it, its dummy module
+/// hangs). Killed by its PID when dropped.
+pub struct SpeechDispatcher {
+    _service: Spawned,
+    pub socket: PathBuf,
+}
+
+impl SpeechDispatcher {
+    pub fn start(pulse: &PulseServer) -> SpeechDispatcher {
+        assert!(
+            Path::new("/usr/lib/speech-dispatcher-modules/sd_espeak-ng").is_file(),
+            "speech-dispatcher's espeak-ng module is missing; apt-get install -y speech-dispatcher-espeak-ng"
+        );
+        let dir = pulse.dir.path();
+        let socket = dir.join("speechd.sock");
+        let mut command = Command::new("speech-dispatcher");
+        command
+            .args(["--run-single", "--timeout", "0", "--communication-method", "unix_socket", "--socket-path"])
+            .arg(&socket)
+            .arg("--pid-file")
+            .arg(dir.join("speechd.pid"))
+            .arg("--log-dir")
+            .arg(dir)
+            .env("HOME", dir)
+            .env("XDG_RUNTIME_DIR", dir)
+            .env("PULSE_SERVER", &pulse.address);
+        let service = Spawned::start("speech-dispatcher", "speech-dispatcher", &mut command, dir);
+        let started = std::time::Instant::now();
+        while !socket.exists() {
+            assert!(
+                started.elapsed() < STARTUP_DEADLINE,
+                "speech-dispatcher did not open its socket; stderr:\n{}",
+                service.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        SpeechDispatcher { _service: service, socket }
+    }
+}
+
+/// A local MCP caller's request for `command` with `args` (a JSON object).
+pub fn invoke_request(command: &str, args: serde_json::Value) -> crate::capability::InvokeRequest {
+    crate::capability::InvokeRequest {
+        id: "t".into(),
+        command: command.into(),
+        args: args.as_object().expect("arguments are an object").clone(),
+        session_key: None,
+        caller: crate::capability::Caller::Mcp,
+    }
+}
+
+/// The processes whose command line mentions `needle` (a test's private directory): what a
+/// call left running.
+pub fn processes_mentioning(needle: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains(needle).then_some(cmdline)
+        })
+        .collect()
+}

@@ -89,6 +89,7 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "camera.clip"
         | "clipboard.read"
         | "location.get"
+        | "tts.status"
         | "file.stat"
         | "file.fetch"
         | "dir.list"
@@ -97,7 +98,8 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         // Replaces what the user had copied (gone), locally; the same write twice leaves the same clipboard.
         "clipboard.write" => (false, true, true, false),
         // Shows a notification: a change, but nothing is lost; each call shows another one.
-        "system.notify" => (false, false, false, false),
+        // Speaks aloud (or returns the audio): heard in the room, nothing lost; each call speaks again.
+        "system.notify" | "tts.speak" => (false, false, false, false),
         // Runs any program the policy allows: it can do anything the user can, anywhere.
         "system.run" => (false, true, false, true),
         // Replaces the policy file (the old contents are gone), on this machine only.

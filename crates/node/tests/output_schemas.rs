@@ -16,6 +16,7 @@ fn arguments_for(name: &str) -> Option<Value> {
     Some(match name {
         "device.info" => json!({}),
         "system.which" => json!({"bins": ["sh", "no-such-program-for-clawmcp"]}),
+        "tts.status" => json!({}),
         _ => return None,
     })
 }

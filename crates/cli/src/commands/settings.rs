@@ -59,6 +59,7 @@ fn effect(key: SettingKey, settings: &Settings) -> &'static str {
             "a running node applies it at once: its next tools/list and its next call see it"
         }
         SettingKey::NodeFileRoots => "a running node applies it to its next file.*, dir.* and fs.listDir call",
+        SettingKey::NodeTtsProvider => "a running node applies it to its next tts.speak and tts.status",
         SettingKey::SandboxEnabled
         | SettingKey::SandboxNetwork
         | SettingKey::SandboxWritablePaths
@@ -83,6 +84,12 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
             let roots: Vec<PathBuf> = paths(value);
             clawmcp_node::settings::validate_file_roots(&roots)?;
             settings.node_file_roots = (!roots.is_empty()).then_some(roots);
+        }
+        SettingKey::NodeTtsProvider => {
+            settings.node_tts_provider = match value.trim() {
+                "" => None,
+                name => Some(clawmcp_node::tts::providers::Provider::parse(name)?.id().to_owned()),
+            };
         }
         SettingKey::SandboxEnabled => sandbox.enabled = switch(value)?,
         SettingKey::SandboxNetwork => sandbox.network = switch(value)?,
@@ -112,6 +119,7 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
             .as_ref()
             .map(|roots| roots.iter().map(|path| path.display().to_string()).collect::<Vec<_>>())
             .into(),
+        SettingKey::NodeTtsProvider => settings.node_tts_provider.clone().into(),
         SettingKey::SandboxEnabled => sandbox.enabled.into(),
         SettingKey::SandboxNetwork => sandbox.network.into(),
         SettingKey::SandboxWritablePaths => {

@@ -166,6 +166,22 @@ fn file_roots_are_absolute_paths_and_empty_is_the_home_default() {
 }
 
 #[test]
+fn the_tts_provider_is_a_known_id_and_empty_is_the_best_ready_one() {
+    let sandbox = Sandbox::new();
+    let set = |value: &str| {
+        sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).args(["set", "NodeTtsProvider", value]).assert()
+    };
+    set("ESPEAK-NG").success();
+    assert_eq!(settings_file(&sandbox)["NodeTtsProvider"], json!("espeak-ng"), "saved as its id");
+    set("windows").code(2).stderr(contains(
+        "Unknown TTS provider `windows`. Known providers on Linux: piper, espeak-ng, speech-dispatcher.",
+    ));
+    assert_eq!(settings_file(&sandbox)["NodeTtsProvider"], json!("espeak-ng"), "refused: unchanged");
+    set("").success();
+    assert!(settings_file(&sandbox).get("NodeTtsProvider").is_none(), "empty: back to the best ready one");
+}
+
+#[test]
 fn doctor_reports_the_sandbox_section() {
     let sandbox = Sandbox::new();
     // No node runs with this data dir (on a free port), which fails: exit status 1.

@@ -1,0 +1,259 @@
+//! The node's audio I/O: playing a WAV to the default sink of the user's sound server, and
+//! (for `stt.listen`, next) recording from a source. Both go through PulseAudio's native
+//! protocol, which PipeWire serves too (`pipewire-pulse`), so one client covers both servers.
+//!
+//! The client is pulseaudio-utils' `paplay` / `pactl` / `parecord`, one child per call run by
+//! `clawmcp_process::run`, rather than a libpulse binding in-process: killing the child stops
+//! its stream at once and releases everything it held (cancellation, `interrupt`, a time limit
+//! are all "kill the tree"), a wedged server can never block a runtime thread, and the build
+//! needs no libpulse headers. The cost is one process start (a few ms) per utterance.
+//!
+//! Every step is bounded in time: [`Playback`]'s check of the server and its default sink, and
+//! the playback itself (the sound's length plus an allowance). A server that is not there, a
+//! sink that is muted or missing, and a sink that never drains each give a clear error that says
+//! what to do (see [`AudioError`]), never a hang.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clawmcp_process::{Launch, ProcessError};
+use tokio_util::sync::CancellationToken;
+
+use crate::availability::MissingBackend;
+
+/// The Debian package of the sound server's command-line clients.
+pub const CLIENT_PACKAGE: &str = "pulseaudio-utils";
+/// How long the server check may take (a local socket round trip; a wedged server fails it).
+pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How much longer than the sound itself a playback may take (connecting, the sink's latency,
+/// draining) before it is stopped as stalled.
+pub const PLAYBACK_ALLOWANCE: Duration = Duration::from_secs(10);
+
+/// A WAV file's facts, read from its header (hound), bounded in size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WavInfo {
+    pub sample_rate: u32,
+    pub channels: u16,
+    pub frames: u32,
+}
+
+impl WavInfo {
+    /// Reads the header of the WAV at `path`.
+    pub fn read(path: &Path) -> Result<WavInfo, String> {
+        let reader = hound::WavReader::open(path).map_err(|e| format!("not a WAV file ({e})"))?;
+        let spec = reader.spec();
+        Ok(WavInfo { sample_rate: spec.sample_rate, channels: spec.channels, frames: reader.duration() })
+    }
+
+    pub fn duration(&self) -> Duration {
+        match self.sample_rate {
+            0 => Duration::ZERO,
+            rate => Duration::from_secs_f64(f64::from(self.frames) / f64::from(rate)),
+        }
+    }
+}
+
+/// Which sound server a client talks to: the node's environment (`PULSE_SERVER`, else the
+/// user's runtime socket), or one named explicitly (a test's private server).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SoundServer {
+    /// A `PULSE_SERVER` value (`unix:/run/user/1000/pulse/native`); `None`: the environment's.
+    pub address: Option<String>,
+}
+
+impl SoundServer {
+    /// Where the clients will connect, in words for an error.
+    pub fn describe(&self) -> String {
+        if let Some(address) = self.address.clone().or_else(|| std::env::var("PULSE_SERVER").ok()) {
+            return address;
+        }
+        match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(dir) => format!("unix:{}", Path::new(&dir).join("pulse/native").display()),
+            None => "the default socket (XDG_RUNTIME_DIR is unset)".to_owned(),
+        }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        self.address.iter().map(|address| ("PULSE_SERVER".to_owned(), address.clone())).collect()
+    }
+}
+
+/// Why a playback or a recording did not happen (each message says what to do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudioError {
+    /// The call's cancellation (or an interrupt) stopped it; nothing is playing.
+    Cancelled,
+    /// The client programs are not installed.
+    Missing(MissingBackend),
+    /// No server answers at that address.
+    NoServer(String),
+    /// The server has no default sink (or source).
+    NoDevice(String),
+    /// The default sink is muted: the sound would go nowhere.
+    Muted,
+    /// It did not finish in time and was stopped.
+    Stalled(Duration),
+    /// Anything else the client said.
+    Failed(String),
+}
+
+impl std::fmt::Display for AudioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AudioError::Cancelled => write!(f, "playback was stopped"),
+            AudioError::Missing(missing) => write!(f, "playback needs pulseaudio-utils: {missing}"),
+            AudioError::NoServer(at) => {
+                write!(
+                    f,
+                    "no PulseAudio/PipeWire server at {at}; start one (your desktop session's, or `pulseaudio --start`) or use play:false to get the audio back"
+                )
+            }
+            AudioError::NoDevice(what) => write!(f, "{what}; add an output device (or a null sink) or use play:false"),
+            AudioError::Muted => write!(
+                f,
+                "the default audio sink is muted; unmute it (pactl set-sink-mute @DEFAULT_SINK@ 0) or use play:false"
+            ),
+            AudioError::Stalled(limit) => write!(
+                f,
+                "playback did not finish within {:.1} s (the default sink may be suspended or stuck: `pactl \
+                 suspend-sink @DEFAULT_SINK@ 0` resumes it) and was stopped; or use play:false",
+                limit.as_secs_f64()
+            ),
+            AudioError::Failed(message) => write!(f, "{message}"),
+        }
+    }
+}
+
+/// What the clients' stderr says, as an [`AudioError`].
+fn client_error(server: &SoundServer, program: &str, stderr: &str) -> AudioError {
+    let said = stderr.trim();
+    if said.contains("Connection refused")
+        || said.contains("No such file or directory")
+        || said.contains("Connection failure")
+        || said.contains("Connection terminated")
+    {
+        return AudioError::NoServer(server.describe());
+    }
+    if said.contains("No such entity") {
+        return AudioError::NoDevice("the sound server has no default sink".to_owned());
+    }
+    let said = said.lines().last().unwrap_or("no message");
+    AudioError::Failed(format!("{program} failed: {said}"))
+}
+
+/// Runs one client program to its end, bounded by `timeout` and `cancel`.
+async fn run_client(
+    server: &SoundServer,
+    argv: Vec<String>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<String, AudioError> {
+    let env = server.env();
+    let launch = Launch { argv: &argv, cwd: None, env_overrides: &env };
+    let outcome = match clawmcp_process::run(launch, timeout, cancel).await {
+        Ok(outcome) => outcome,
+        Err(ProcessError::Cancelled) => return Err(AudioError::Cancelled),
+        Err(e) => return Err(AudioError::Failed(e.to_string())),
+    };
+    if outcome.timed_out {
+        return Err(AudioError::Stalled(timeout));
+    }
+    if outcome.exit_code != 0 {
+        return Err(client_error(server, &argv[0], &outcome.stderr.text));
+    }
+    Ok(outcome.stdout.text)
+}
+
+/// Plays WAV files to the default sink of one sound server.
+#[derive(Debug, Clone)]
+pub struct Playback {
+    pub server: SoundServer,
+    /// How much longer than the sound a playback may take ([`PLAYBACK_ALLOWANCE`]).
+    pub allowance: Duration,
+}
+
+impl Default for Playback {
+    fn default() -> Self {
+        Playback { server: SoundServer::default(), allowance: PLAYBACK_ALLOWANCE }
+    }
+}
+
+impl Playback {
+    pub fn to(server: SoundServer) -> Playback {
+        Playback { server, ..Playback::default() }
+    }
+}
+
+impl Playback {
+    /// Whether the client programs are installed (a `PATH` lookup; the server is learnt by use).
+    pub fn installed() -> Result<(PathBuf, PathBuf), MissingBackend> {
+        Ok((MissingBackend::program("paplay", CLIENT_PACKAGE)?, MissingBackend::program("pactl", CLIENT_PACKAGE)?))
+    }
+
+    /// The server answers, has a default sink, and the sink is not muted.
+    pub async fn check(&self, cancel: &CancellationToken) -> Result<(), AudioError> {
+        let (_, pactl) = Playback::installed().map_err(AudioError::Missing)?;
+        let argv = vec![pactl.to_string_lossy().into_owned(), "get-sink-mute".to_owned(), "@DEFAULT_SINK@".to_owned()];
+        let answer = run_client(&self.server, argv, PREFLIGHT_TIMEOUT, cancel).await.map_err(|e| match e {
+            AudioError::Stalled(_) => AudioError::NoServer(format!("{} (it did not answer)", self.server.describe())),
+            other => other,
+        })?;
+        match answer.trim() {
+            "Mute: yes" => Err(AudioError::Muted),
+            _ => Ok(()),
+        }
+    }
+
+    /// Plays `wav` (of `length`) to the default sink and returns once it has drained. Stopped at
+    /// once by `cancel`; stopped as stalled after `length` + [`Playback::allowance`] (a sink
+    /// suspended by the user, say, takes the stream and never plays it).
+    pub async fn play(&self, wav: &Path, length: Duration, cancel: &CancellationToken) -> Result<(), AudioError> {
+        self.check(cancel).await?;
+        self.play_checked(wav, length, cancel).await
+    }
+
+    /// [`Playback::play`] after the caller ran [`Playback::check`] itself (`tts.speak` runs it
+    /// while the speech is synthesised, so the check adds nothing to the time to first sound).
+    pub async fn play_checked(
+        &self,
+        wav: &Path,
+        length: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(), AudioError> {
+        let (paplay, _) = Playback::installed().map_err(AudioError::Missing)?;
+        let argv = vec![paplay.to_string_lossy().into_owned(), wav.to_string_lossy().into_owned()];
+        run_client(&self.server, argv, length + self.allowance, cancel).await.map(drop)
+    }
+}
+
+/// Records from a source of one sound server: the API `stt.listen` will use. A recording is
+/// `parecord --file-format=wav` into a private file for at most `duration`, stopped early by
+/// `cancel`; the same errors as [`Playback`] (no server, no default source).
+#[derive(Debug, Clone, Default)]
+pub struct Capture {
+    pub server: SoundServer,
+    /// A source name (`nullsink.monitor`); `None`: the server's default source.
+    pub source: Option<String>,
+}
+
+impl Capture {
+    /// Records `duration` of sound into `into` (a WAV file). The recording ends when the time
+    /// is up (parecord is stopped and closes the file); cancelling stops it with no result.
+    pub async fn record(&self, into: &Path, duration: Duration, cancel: &CancellationToken) -> Result<(), AudioError> {
+        let parecord = MissingBackend::program("parecord", CLIENT_PACKAGE).map_err(AudioError::Missing)?;
+        let mut argv = vec![parecord.to_string_lossy().into_owned(), "--file-format=wav".to_owned()];
+        if let Some(source) = &self.source {
+            argv.push(format!("--device={source}"));
+        }
+        argv.push(into.to_string_lossy().into_owned());
+        match run_client(&self.server, argv, duration, cancel).await {
+            // The time limit is how a recording ends: parecord closes the file on SIGTERM.
+            Ok(_) | Err(AudioError::Stalled(_)) => {}
+            Err(e) => return Err(e),
+        }
+        WavInfo::read(into).map(drop).map_err(|e| AudioError::Failed(format!("the recording is unreadable: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests;
