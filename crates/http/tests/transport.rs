@@ -229,7 +229,7 @@ async fn jsonrpc_answers_are_200_json_and_notifications_202_empty() {
     let listed = c.rpc(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
     let names: Vec<_> =
         listed.json()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
-    assert_eq!(names, [json!("count"), json!("wait_for_cancel"), json!("slow")]);
+    assert_eq!(names, [json!("count"), json!("wait_for_cancel"), json!("slow"), json!("file.echo")]);
 
     assert_eq!(
         c.rpc(call(json!(1), "count", json!({}))).await.tool_outcome(),
