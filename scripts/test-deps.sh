@@ -11,6 +11,8 @@
 #   procps               - ps/pgrep in process-tree tests
 #   ffmpeg               - screen.record's and camera.*'s backend (x11grab, lavfi test sources,
 #                          libx264); ffprobe checks their clips
+#   cmake                - builds CTranslate2 (the ct2rs crate, feature `whisper`) for stt.transcribe
+#   espeak-ng            - speaks the nonce sentences the stt.transcribe tests transcribe back
 #   x11-xserver-utils    - xrandr --setmonitor, xrdb: monitors and a desktop scale on Xvfb
 #   xdg-desktop-portal, xdg-desktop-portal-wlr, grim, pipewire, xdg-desktop-portal-gtk
 #                        - screen.snapshot on Wayland: the Screenshot portal on sway headless; the
@@ -20,7 +22,7 @@
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
+packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg cmake espeak-ng x11-xserver-utils
   xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk)
 
 missing=()

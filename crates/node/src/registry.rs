@@ -26,6 +26,7 @@ use crate::files::channel::{self, FileChannels};
 use crate::files::{FilePolicy, FilesCapability};
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
+use crate::stt::SttCapability;
 use crate::system::SystemCapability;
 
 /// Every command in registration order (the core's [`ToolSet`]). Cheap to share.
@@ -53,6 +54,7 @@ impl Registry {
         registry.register(&ScreenCapability::new(settings.clone()));
         registry.register(&CameraCapability::new(settings.clone()));
         registry.register(&ClipboardCapability::new(settings.clone()));
+        registry.register(&SttCapability::new(settings.clone()));
         let file_policy = FilePolicy::new(settings);
         let file_channels = FileChannels::new();
         registry.register(&FilesCapability::with_channels(file_policy.clone(), file_channels.clone()));
