@@ -130,6 +130,8 @@ async fn a_spoken_nonce_sentence_comes_back_word_for_word_with_segments() {
     let stt = capability(dir.path(), models, |_| {});
     let answer = call(&stt, "stt.transcribe", json!({"path": path_arg(&wav)})).await.unwrap();
     assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
+    let schema = transcribe_spec().output_schema.unwrap().to_value();
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&answer), "the published schema accepts {answer}");
     assert_eq!(answer["transcribed"], true);
     assert_eq!(answer["engineEffective"], "whisper");
     assert_eq!(answer["language"], DEFAULT_LANGUAGE);
