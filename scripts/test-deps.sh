@@ -11,6 +11,7 @@
 #   procps               - ps/pgrep in process-tree tests
 #   ffmpeg               - screen.record's and camera.*'s backend (x11grab, lavfi test sources,
 #                          libx264); ffprobe checks their clips
+#   cmake                - builds CTranslate2 (the ct2rs crate, feature `whisper`) for stt.transcribe
 #   x11-xserver-utils    - xrandr --setmonitor, xrdb: monitors and a desktop scale on Xvfb
 #   xdg-desktop-portal, xdg-desktop-portal-wlr, grim, pipewire, xdg-desktop-portal-gtk
 #                        - screen.snapshot on Wayland: the Screenshot portal on sway headless; the
@@ -20,7 +21,8 @@
 #   geoclue-2.0, gpsd    - location.get's backends: geoclue (/usr/libexec/geoclue and its demo agent)
 #                          on a private system bus reading an NMEA socket; gpsd reading NMEA from a
 #                          loopback TCP feeder
-#   espeak-ng            - tts.speak's always-present engine
+#   espeak-ng            - tts.speak's always-present engine; it also speaks the nonce sentences the
+#                          stt.transcribe tests transcribe back
 #   pulseaudio, pulseaudio-utils
 #                        - a private PulseAudio server with a null sink per tts/audio test, and the
 #                          clients (paplay, pactl, parecord) the node plays and records with
@@ -32,7 +34,7 @@
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
 set -euo pipefail
 
-packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg x11-xserver-utils
+packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg cmake x11-xserver-utils
   xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd
   espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng)
 

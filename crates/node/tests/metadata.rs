@@ -94,7 +94,10 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "file.fetch"
         | "dir.list"
         | "dir.fetch"
-        | "fs.listDir" => (true, false, true, false),
+        | "fs.listDir"
+        // Reads an audio file (inside the file roots) and says what was said; status changes nothing.
+        | "stt.transcribe"
+        | "stt.status" => (true, false, true, false),
         // Replaces what the user had copied (gone), locally; the same write twice leaves the same clipboard.
         "clipboard.write" => (false, true, true, false),
         // Shows a notification: a change, but nothing is lost; each call shows another one.

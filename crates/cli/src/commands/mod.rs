@@ -7,6 +7,7 @@ pub mod call;
 pub mod call_files;
 pub mod completions;
 pub mod doctor;
+pub mod models;
 pub mod node;
 pub mod node_app;
 pub mod node_service;
@@ -35,6 +36,7 @@ pub fn run(command: Command, matches: &clap::ArgMatches) -> anyhow::Result<ExitC
         Command::Approvals(args) => approvals::run(args),
         Command::Settings(args) => settings::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Models(args) => models::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Completions(args) => completions::completions(args),

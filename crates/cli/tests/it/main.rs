@@ -16,6 +16,7 @@ mod help;
 mod install;
 mod lifecycle;
 mod metadata;
+mod models;
 mod node;
 mod node_mode;
 mod settings;

@@ -267,9 +267,9 @@ pub async fn clip(
 /// How much of `-progress` output is kept: a few blocks of ~250 bytes.
 const PROGRESS_TAIL: usize = 4096;
 /// How much of stderr is kept for an error message (its end: ffmpeg's last words).
-const STDERR_TAIL: usize = 8192;
+pub(crate) const STDERR_TAIL: usize = 8192;
 
-fn common_args() -> Vec<OsString> {
+pub(crate) fn common_args() -> Vec<OsString> {
     ["-hide_banner", "-nostdin", "-loglevel", "error"].map(OsString::from).to_vec()
 }
 
@@ -301,13 +301,13 @@ pub fn failure_message(what: &str, device: Option<&Path>, status: &str, stderr: 
 }
 
 /// What a finished ffmpeg left.
-struct Finished {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
+pub(crate) struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
 }
 
-enum Stop {
+pub(crate) enum Stop {
     Cancelled,
     TimedOut,
     TooLarge,
@@ -316,7 +316,7 @@ enum Stop {
 
 /// What of a stream [`run`] keeps.
 #[derive(Debug, Clone, Copy)]
-enum Keep {
+pub(crate) enum Keep {
     /// All of it, up to this many bytes; past that the run stops ([`Stop::TooLarge`]).
     Head(usize),
     /// The last this many bytes, reading on.
@@ -332,9 +332,22 @@ async fn run(
     deadline: Duration,
     cancel: &CancellationToken,
 ) -> Result<Finished, Stop> {
+    run_with_input(program, args, Stdio::null(), stdout, deadline, cancel).await
+}
+
+/// [`run`] with `stdin` as the child's standard input (stt.transcribe hands ffmpeg the audio
+/// file it opened and checked, so ffmpeg never resolves the caller's path itself).
+pub(crate) async fn run_with_input(
+    program: &Path,
+    args: &[OsString],
+    stdin: Stdio,
+    stdout: Keep,
+    deadline: Duration,
+    cancel: &CancellationToken,
+) -> Result<Finished, Stop> {
     let mut child = Command::new(program)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)

@@ -15,7 +15,7 @@
 //! with its size. Audio is not recorded (no audio capture backend yet): `includeAudio` is
 //! accepted as upstream has it, and the answer says `hasAudio: false` and why.
 
-mod ffmpeg;
+pub(crate) mod ffmpeg;
 mod v4l2;
 
 use std::path::PathBuf;

