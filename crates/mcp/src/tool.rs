@@ -118,6 +118,12 @@ impl ToolFailure {
         ToolFailure { message: message.into(), code: None, gateway_events: Vec::new() }
     }
 
+    /// A bad argument: the message says what is wrong and what to send instead; the gateway gets
+    /// `INVALID_REQUEST`, upstream's code for it.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        ToolFailure::new(message).with_code(codes::INVALID_REQUEST)
+    }
+
     /// `self` with a gateway error code.
     pub fn with_code(mut self, code: &'static str) -> Self {
         self.code = Some(code);

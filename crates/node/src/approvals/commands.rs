@@ -15,7 +15,7 @@ use super::model::{ApprovalsFile, FILE_VERSION};
 use super::remote;
 use super::store::{Loaded, missing_hash};
 use crate::capability::{CapabilityError, Command, CommandSpec, InvokeResult};
-use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
 
 pub const GET_COMMAND: &str = "system.execApprovals.get";
 pub const SET_COMMAND: &str = "system.execApprovals.set";
@@ -147,26 +147,28 @@ impl ExecApprovals {
             .and_then(Value::as_str)
             .map(str::trim)
             .filter(|hash| !hash.is_empty())
-            .ok_or_else(|| invalid("baseHash is required for exec approvals updates; reload and retry"))?;
+            .ok_or_else(|| {
+                CapabilityError::invalid_request("baseHash is required for exec approvals updates; reload and retry")
+            })?;
         let Some(Value::Object(raw)) = args.get("file") else {
-            return Err(invalid("exec approvals file required"));
+            return Err(CapabilityError::invalid_request("exec approvals file required"));
         };
         if raw.get("version").and_then(Value::as_i64) != Some(FILE_VERSION) {
-            return Err(invalid("exec approvals file version 1 required"));
+            return Err(CapabilityError::invalid_request("exec approvals file version 1 required"));
         }
-        remote::check_agent_shapes(raw).map_err(invalid)?;
+        remote::check_agent_shapes(raw).map_err(CapabilityError::invalid_request)?;
         let desired: ApprovalsFile = serde_json::from_value(Value::Object(raw.clone()))
-            .map_err(|e| invalid(format!("Invalid exec approvals file: {e}")))?;
+            .map_err(|e| CapabilityError::invalid_request(format!("Invalid exec approvals file: {e}")))?;
 
         let saved =
             self.compare_and_swap(base_hash, desired, remote::validate_update).map_err(|refusal| match refusal {
                 SwapRefusal::Stale => {
                     tracing::warn!("execApprovals.set refused: stale baseHash");
-                    invalid(STALE)
+                    CapabilityError::invalid_request(STALE)
                 }
                 SwapRefusal::Refused(message) => {
                     tracing::warn!(%message, "execApprovals.set refused");
-                    invalid(message)
+                    CapabilityError::invalid_request(message)
                 }
                 SwapRefusal::Unusable(reason) => self.unusable(&reason),
                 SwapRefusal::Write(error) => CapabilityError::new(error).with_code(UNAVAILABLE),
@@ -240,10 +242,6 @@ pub(super) enum SwapRefusal {
 
 /// The refusal of a stale `baseHash`, in upstream's words.
 pub(super) const STALE: &str = "exec approvals changed; reload and retry";
-
-fn invalid(message: impl Into<String>) -> CapabilityError {
-    CapabilityError::new(message.into()).with_code(INVALID_REQUEST)
-}
 
 #[cfg(test)]
 mod tests {

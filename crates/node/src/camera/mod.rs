@@ -231,16 +231,12 @@ fn clip_spec() -> CommandSpec {
     SPEC.clone()
 }
 
-fn invalid(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
-}
-
 /// `deviceId`: a non-blank string, or absent for the default camera.
 fn device_id(args: &Map<String, Value>) -> Result<Option<String>, ToolFailure> {
     match args.get("deviceId") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(id)) => Ok(Some(id.trim().to_owned()).filter(|id| !id.is_empty())),
-        Some(_) => Err(invalid("deviceId must be a string: a deviceId from camera.list")),
+        Some(_) => Err(ToolFailure::invalid_request("deviceId must be a string: a deviceId from camera.list")),
     }
 }
 
@@ -249,7 +245,7 @@ fn format_arg(args: &Map<String, Value>) -> Result<Option<String>, ToolFailure> 
     match args.get("format") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.trim().to_ascii_lowercase()).filter(|text| !text.is_empty())),
-        Some(_) => Err(invalid("format must be a string")),
+        Some(_) => Err(ToolFailure::invalid_request("format must be a string")),
     }
 }
 
@@ -268,7 +264,7 @@ impl SnapArgs {
             None | Some("jpeg" | "jpg") => ImageFormat::Jpeg,
             Some("png") => ImageFormat::Png,
             Some(other) => {
-                return Err(invalid(format!(
+                return Err(ToolFailure::invalid_request(format!(
                     "Unsupported camera snap format `{other}`. Supported formats: jpeg, png."
                 )));
             }
@@ -293,7 +289,9 @@ impl ClipArgs {
         match format_arg(args)?.as_deref() {
             None | Some("mp4") => {}
             Some(other) => {
-                return Err(invalid(format!("Unsupported camera clip format `{other}`. Supported formats: mp4.")));
+                return Err(ToolFailure::invalid_request(format!(
+                    "Unsupported camera clip format `{other}`. Supported formats: mp4."
+                )));
             }
         }
         let duration_ms = args::whole_number(args, "durationMs")?

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
 use clawmcp_mcp::wire_size::{self, Nesting};
 use clawmcp_mcp::{ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
@@ -322,10 +322,6 @@ fn write_spec() -> CommandSpec {
     }
 }
 
-fn invalid(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
-}
-
 /// `clipboard.read`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ReadArgs {
@@ -342,12 +338,12 @@ impl ReadArgs {
                 "image" | "png" => Want::Image,
                 "auto" => Want::Auto,
                 _ => {
-                    return Err(invalid(format!(
+                    return Err(ToolFailure::invalid_request(format!(
                         "Unsupported clipboard format `{text}`. Supported: text, image, auto."
                     )));
                 }
             },
-            Some(_) => return Err(invalid("format must be a string: text, image or auto")),
+            Some(_) => return Err(ToolFailure::invalid_request("format must be a string: text, image or auto")),
         };
         let max_width = match args.get("maxWidth") {
             None | Some(Value::Null) => None,
@@ -355,7 +351,7 @@ impl ReadArgs {
                 value
                     .as_i64()
                     .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-                    .ok_or_else(|| invalid("maxWidth must be a whole number"))?
+                    .ok_or_else(|| ToolFailure::invalid_request("maxWidth must be a whole number"))?
                     .clamp(i64::from(MIN_WIDTH), i64::from(MAX_WIDTH)) as u32,
             ),
         };
@@ -471,12 +467,12 @@ fn image_answer(transfer: Transfer, offered: Vec<String>, max_width: Option<u32>
 fn parse_write(args: &Map<String, Value>) -> Result<(Content, Value), ToolFailure> {
     let usage = "clipboard.write takes text (a string) or image ({data: base64 PNG, mimeType: \"image/png\"})";
     match (args.get("text").filter(|v| !v.is_null()), args.get("image").filter(|v| !v.is_null())) {
-        (Some(_), Some(_)) => Err(invalid(format!("{usage}, not both"))),
-        (None, None) => Err(invalid(format!("{usage}; neither was given"))),
+        (Some(_), Some(_)) => Err(ToolFailure::invalid_request(format!("{usage}, not both"))),
+        (None, None) => Err(ToolFailure::invalid_request(format!("{usage}; neither was given"))),
         (Some(text), None) => {
-            let Some(text) = text.as_str() else { return Err(invalid("text must be a string")) };
+            let Some(text) = text.as_str() else { return Err(ToolFailure::invalid_request("text must be a string")) };
             if text.len() > MAX_WRITE_TEXT_BYTES {
-                return Err(invalid(format!(
+                return Err(ToolFailure::invalid_request(format!(
                     "text is {} bytes; clipboard.write takes at most {MAX_WRITE_TEXT_BYTES} bytes (1 MiB) of text",
                     text.len()
                 )));
@@ -486,34 +482,37 @@ fn parse_write(args: &Map<String, Value>) -> Result<(Content, Value), ToolFailur
         }
         (None, Some(image)) => {
             let Some(image) = image.as_object() else {
-                return Err(invalid("image must be an object {data: base64 PNG, mimeType: \"image/png\"}"));
+                return Err(ToolFailure::invalid_request(
+                    "image must be an object {data: base64 PNG, mimeType: \"image/png\"}",
+                ));
             };
             match image.get("mimeType").filter(|v| !v.is_null()) {
                 None => {}
                 Some(Value::String(mime)) if mime.trim().eq_ignore_ascii_case("image/png") => {}
                 Some(other) => {
-                    return Err(invalid(format!(
+                    return Err(ToolFailure::invalid_request(format!(
                         "image.mimeType {other} is not supported: clipboard.write takes image/png only (convert the \
                          image to PNG first)"
                     )));
                 }
             }
             let Some(data) = image.get("data").and_then(Value::as_str) else {
-                return Err(invalid("image.data must be the PNG file as a base64 string"));
+                return Err(ToolFailure::invalid_request("image.data must be the PNG file as a base64 string"));
             };
             let data = data.trim();
             let data = data.strip_prefix("data:image/png;base64,").unwrap_or(data);
-            let png =
-                STANDARD.decode(data).map_err(|error| invalid(format!("image.data is not valid base64: {error}")))?;
+            let png = STANDARD
+                .decode(data)
+                .map_err(|error| ToolFailure::invalid_request(format!("image.data is not valid base64: {error}")))?;
             if png.len() > MAX_WRITE_PNG_BYTES {
-                return Err(invalid(format!(
+                return Err(ToolFailure::invalid_request(format!(
                     "the image is {} bytes; clipboard.write takes a PNG of at most {MAX_WRITE_PNG_BYTES} bytes (2 MiB): \
                      scale it down first",
                     png.len()
                 )));
             }
             let pixels = imaging::decode_png(&png, MAX_DECODED_PIXELS)
-                .map_err(|error| invalid(format!("image.data is {error}")))?;
+                .map_err(|error| ToolFailure::invalid_request(format!("image.data is {error}")))?;
             let answer = json!({
                 "written": "image",
                 "mimeType": "image/png",

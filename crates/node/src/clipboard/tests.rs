@@ -7,6 +7,7 @@ use std::process::{Command as Process, Stdio};
 use std::time::Instant;
 
 use clawmcp_mcp::CallContext;
+use clawmcp_mcp::tool::codes::INVALID_REQUEST;
 use x11rb::connection::Connection as _;
 use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, WindowClass};
 

@@ -12,12 +12,12 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use clawmcp_mcp::{ToolAnnotations, ToolOutcome, ToolOutput};
+use clawmcp_mcp::{ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 
 use crate::capability::CommandSpec;
 use crate::files::dir_list::names;
-use crate::files::{FilePolicy, display, invalid_request, normalize, open_dir};
+use crate::files::{FilePolicy, display, normalize, open_dir};
 
 pub fn spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
@@ -46,24 +46,27 @@ pub fn spec() -> CommandSpec {
 }
 
 pub fn run(policy: &FilePolicy, args: &Map<String, Value>) -> ToolOutcome {
-    let home = dirs::home_dir().ok_or_else(|| invalid_request("fs.listDir: this user has no home directory"))?;
+    let home =
+        dirs::home_dir().ok_or_else(|| ToolFailure::invalid_request("fs.listDir: this user has no home directory"))?;
     let requested = match args.get("path") {
         None | Some(Value::Null) => home.clone(),
         Some(Value::String(text)) if text.is_empty() => home.clone(),
         Some(Value::String(text)) => PathBuf::from(text),
-        Some(_) => return Err(invalid_request("INVALID_REQUEST: path must be a string")),
+        Some(_) => return Err(ToolFailure::invalid_request("INVALID_REQUEST: path must be a string")),
     };
     if !requested.is_absolute() {
-        return Err(invalid_request("fs.listDir path must be absolute"));
+        return Err(ToolFailure::invalid_request("fs.listDir path must be absolute"));
     }
     let resolved = normalize(&requested);
-    let refused =
-        |error: crate::files::FileError| invalid_request(format!("fs.listDir {}: {}", error.code, error.message));
+    let refused = |error: crate::files::FileError| {
+        ToolFailure::invalid_request(format!("fs.listDir {}: {}", error.code, error.message))
+    };
     policy.check(&resolved).map_err(refused)?;
     // The directory itself may be reached through a symlink (the picker follows them); where it
     // leads must be inside the roots too.
-    let real = std::fs::canonicalize(&resolved)
-        .map_err(|error| invalid_request(format!("fs.listDir cannot open {}: {error}", display(&resolved))))?;
+    let real = std::fs::canonicalize(&resolved).map_err(|error| {
+        ToolFailure::invalid_request(format!("fs.listDir cannot open {}: {error}", display(&resolved)))
+    })?;
     policy.check(&real).map_err(refused)?;
     let (dir, _) = open_dir(&real).map_err(refused)?;
     let mut visible = Vec::new();

@@ -61,7 +61,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use clawmcp_mcp::tool::codes::INVALID_REQUEST;
 use clawmcp_mcp::{CallContext, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 
@@ -359,12 +358,6 @@ pub(crate) fn unsupported(kind: clawmcp_fs::FileKind, canonical: &Path) -> FileE
         format!("only regular files and directories are supported; {} is {kind}", display(canonical)),
     )
     .at(canonical)
-}
-
-/// An argument that is not even of the right JSON type, for `fs.listDir` (which answers with
-/// invoke errors, as upstream).
-pub(crate) fn invalid_request(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
 }
 
 /// Opens the regular file at `canonical` (no symlink followed: it is already resolved), checked

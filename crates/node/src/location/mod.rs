@@ -25,7 +25,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
 use clawmcp_mcp::{CallContext, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -63,14 +63,16 @@ impl Accuracy {
         let text = match args.get("accuracy") {
             None | Some(Value::Null) => return Ok(Accuracy::Default),
             Some(Value::String(text)) => text.trim().to_ascii_lowercase(),
-            Some(_) => return Err(invalid("accuracy must be a string: coarse, default or precise")),
+            Some(_) => {
+                return Err(ToolFailure::invalid_request("accuracy must be a string: coarse, default or precise"));
+            }
         };
         match text.as_str() {
             "" | "default" => Ok(Accuracy::Default),
             "coarse" => Ok(Accuracy::Coarse),
             // "high" is the Windows node's name for the finest level.
             "precise" | "high" => Ok(Accuracy::Precise),
-            _ => Err(invalid(format!(
+            _ => Err(ToolFailure::invalid_request(format!(
                 "Unknown accuracy `{}`. Use default (the best source there is; precise and high mean the \
                  same) or coarse (city-level sources only).",
                 text.chars().take(32).collect::<String>()
@@ -253,10 +255,6 @@ fn spec() -> CommandSpec {
     }
     });
     SPEC.clone()
-}
-
-fn invalid(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
 }
 
 /// Which backends this machine has right now.

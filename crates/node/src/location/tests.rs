@@ -10,6 +10,8 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::process::Command as Process;
+
+use clawmcp_mcp::tool::codes::INVALID_REQUEST;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

@@ -39,7 +39,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use clawmcp_mcp::tool::codes::INVALID_REQUEST;
 use clawmcp_mcp::{Content, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 
@@ -245,7 +244,11 @@ impl SnapshotArgs {
             None => Format::Png,
             Some(text) if text.is_empty() || text == "png" => Format::Png,
             Some(text) if text == "jpeg" || text == "jpg" => Format::Jpeg,
-            Some(_) => return Err(invalid("Unsupported screen snapshot format. Supported formats: png, jpeg.")),
+            Some(_) => {
+                return Err(ToolFailure::invalid_request(
+                    "Unsupported screen snapshot format. Supported formats: png, jpeg.",
+                ));
+            }
         };
         let integer = |key: &str| whole_number(args, key);
         let max_width =
@@ -259,15 +262,10 @@ impl SnapshotArgs {
         let include_pointer = match args.get("includePointer") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(on)) => *on,
-            Some(_) => return Err(invalid("includePointer must be true or false")),
+            Some(_) => return Err(ToolFailure::invalid_request("includePointer must be true or false")),
         };
         Ok(SnapshotArgs { format, max_width, quality, screen_index, include_pointer })
     }
-}
-
-/// An argument error (code `INVALID_REQUEST`).
-fn invalid(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
 }
 
 /// `format`, trimmed and lower-cased, when given as a string.
@@ -309,7 +307,7 @@ async fn portal_shot(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<portal::Shot, ToolFailure> {
     if args.screen_index != 0 {
-        return Err(invalid(format!(
+        return Err(ToolFailure::invalid_request(format!(
             "screenIndex {} does not exist: on Wayland the desktop portal captures the whole desktop, which is \
              screenIndex 0 (the portal does not say where the monitors are); use screenIndex 0",
             args.screen_index

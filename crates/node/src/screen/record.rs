@@ -39,7 +39,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command as Process};
 
-use super::{MAX_SCREEN_INDEX, format_name, invalid, whole_number, x11};
+use super::{MAX_SCREEN_INDEX, format_name, whole_number, x11};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Command, CommandSpec};
 pub(super) use crate::mp4::inspect_mp4;
@@ -188,7 +188,7 @@ pub(super) struct RecordArgs {
 impl RecordArgs {
     pub fn parse(args: &Map<String, Value>) -> Result<RecordArgs, ToolFailure> {
         if format_name(args).is_some_and(|format| !format.is_empty() && format != "mp4") {
-            return Err(invalid("Unsupported screen recording format. Only mp4 is supported."));
+            return Err(ToolFailure::invalid_request("Unsupported screen recording format. Only mp4 is supported."));
         }
         let duration_ms = whole_number(args, "durationMs")?
             .map_or(DEFAULT_DURATION_MS, |ms| ms.clamp(MIN_DURATION_MS as i64, MAX_DURATION_MS as i64) as u64);
@@ -196,7 +196,7 @@ impl RecordArgs {
             None | Some(Value::Null) => DEFAULT_FPS,
             Some(value) => match value.as_f64().filter(|fps| fps.is_finite()) {
                 Some(fps) => fps.round().clamp(f64::from(MIN_FPS), f64::from(MAX_FPS)) as u32,
-                None => return Err(invalid("fps must be a number (frames per second, 1..60)")),
+                None => return Err(ToolFailure::invalid_request("fps must be a number (frames per second, 1..60)")),
             },
         };
         let screen_index = whole_number(args, "screenIndex")?.unwrap_or(0).clamp(0, MAX_SCREEN_INDEX as i64) as usize;

@@ -20,8 +20,6 @@ use crate::approvals::{Approver, Decision, PolicySnapshot};
 use crate::capability::{Caller, CapabilityError};
 use crate::command_text::gateway_command;
 
-pub use clawmcp_mcp::tool::codes::INVALID_REQUEST;
-
 /// The fields only the gateway may send.
 pub const APPROVAL_FIELDS: [&str; 3] = ["approved", "approvalDecision", "approvalSource"];
 
@@ -31,7 +29,7 @@ pub fn approver(caller: Caller, args: &Map<String, Value>, run: &ValidRun) -> Re
     match caller {
         Caller::Gateway => gateway_approver(args, run),
         Caller::Mcp | Caller::GatewayPluginTool => match APPROVAL_FIELDS.iter().find(|key| present(key)) {
-            Some(key) => Err(invalid(format!(
+            Some(key) => Err(CapabilityError::invalid_request(format!(
                 "{key} is set by an OpenClaw gateway after its operator approves the command; a caller cannot \
                  approve its own command. Remove {key}: this node's exec-approval policy decides, and when it asks, \
                  a person answers with `clawmcp approvals`."
@@ -54,15 +52,19 @@ fn gateway_approver(args: &Map<String, Value>, run: &ValidRun) -> Result<Approve
         None | Some(Value::Null) => false,
         Some(Value::String(source)) if source == "ask-fallback" => true,
         Some(Value::String(source)) if source == "auto-review" => {
-            return Err(invalid(
+            return Err(CapabilityError::invalid_request(
                 "approvalSource auto-review is not accepted by this node: a model's review is not an operator's \
                  approval. Ask an operator (exec.approval.resolve) instead.",
             ));
         }
-        Some(_) => return Err(invalid("approvalSource invalid (expected ask-fallback)")),
+        Some(_) => {
+            return Err(CapabilityError::invalid_request(
+                "approvalSource CapabilityError::invalid_request (expected ask-fallback)",
+            ));
+        }
     };
     if fallback && (args.contains_key("approved") || args.contains_key("approvalDecision")) {
-        return Err(invalid("approvalSource cannot be combined with explicit approval"));
+        return Err(CapabilityError::invalid_request("approvalSource cannot be combined with explicit approval"));
     }
     if !explicit && !fallback {
         return Ok(Approver::GatewayOperator);
@@ -70,22 +72,24 @@ fn gateway_approver(args: &Map<String, Value>, run: &ValidRun) -> Result<Approve
     let what = if fallback { "approvalSource" } else { "explicit approval" };
     let plan = args.get("systemRunPlan").and_then(Value::as_object);
     let Some(plan) = plan else {
-        return Err(invalid(format!("{what} requires matching systemRunPlan (none was sent)")));
+        return Err(CapabilityError::invalid_request(format!(
+            "{what} requires matching systemRunPlan (none was sent)"
+        )));
     };
     if let Some(field) = plan_mismatch(plan, run) {
-        return Err(invalid(format!(
+        return Err(CapabilityError::invalid_request(format!(
             "{what} requires matching systemRunPlan ({field} differs from the prepared plan)"
         )));
     }
     let snapshot = match plan.get("policySnapshot") {
         None | Some(Value::Null) => {
-            return Err(invalid(
+            return Err(CapabilityError::invalid_request(
                 "delayed approval requires a prepared policy snapshot (plan.policySnapshot from system.run.prepare)",
             ));
         }
-        Some(value) => {
-            PolicySnapshot::parse(value).map_err(|reason| invalid(format!("systemRunPlan invalid: {reason}")))?
-        }
+        Some(value) => PolicySnapshot::parse(value).map_err(|reason| {
+            CapabilityError::invalid_request(format!("systemRunPlan CapabilityError::invalid_request: {reason}"))
+        })?,
     };
     Ok(match fallback {
         true => Approver::AskFallback { snapshot },
@@ -121,12 +125,9 @@ fn plan_mismatch(plan: &Map<String, Value>, run: &ValidRun) -> Option<&'static s
     None
 }
 
-fn invalid(message: impl Into<String>) -> CapabilityError {
-    CapabilityError::new(message.into()).with_code(INVALID_REQUEST)
-}
-
 #[cfg(test)]
 mod tests {
+    use clawmcp_mcp::tool::codes::INVALID_REQUEST;
     use serde_json::json;
 
     use super::*;
@@ -241,6 +242,6 @@ mod tests {
         .unwrap_err();
         assert_eq!(error.message, "approvalSource cannot be combined with explicit approval");
         let error = judged(Caller::Gateway, run_args(json!({"approvalSource": "whatever"}))).unwrap_err();
-        assert_eq!(error.message, "approvalSource invalid (expected ask-fallback)");
+        assert_eq!(error.message, "approvalSource CapabilityError::invalid_request (expected ask-fallback)");
     }
 }

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
 use clawmcp_mcp::{CallContext, Content, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -215,10 +215,6 @@ fn status_spec() -> CommandSpec {
     SPEC.clone()
 }
 
-fn invalid(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
-}
-
 fn unavailable(message: impl Into<String>) -> ToolFailure {
     ToolFailure::new(message).with_code(UNAVAILABLE)
 }
@@ -239,7 +235,7 @@ fn optional_string<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.trim()).filter(|text| !text.is_empty())),
-        Some(_) => Err(invalid(format!("{key} must be a string"))),
+        Some(_) => Err(ToolFailure::invalid_request(format!("{key} must be a string"))),
     }
 }
 
@@ -247,21 +243,22 @@ fn flag(args: &Map<String, Value>, key: &str, default: bool) -> Result<bool, Too
     match args.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(value)) => Ok(*value),
-        Some(_) => Err(invalid(format!("{key} must be true or false"))),
+        Some(_) => Err(ToolFailure::invalid_request(format!("{key} must be true or false"))),
     }
 }
 
 impl SpeakArgs {
     fn parse(args: &Map<String, Value>) -> Result<SpeakArgs, ToolFailure> {
-        let text = optional_string(args, "text")?.ok_or_else(|| invalid("Missing required text"))?;
+        let text =
+            optional_string(args, "text")?.ok_or_else(|| ToolFailure::invalid_request("Missing required text"))?;
         if text.chars().count() > MAX_TEXT_CHARS {
-            return Err(invalid(format!("TTS text exceeds {MAX_TEXT_CHARS} characters.")));
+            return Err(ToolFailure::invalid_request(format!("TTS text exceeds {MAX_TEXT_CHARS} characters.")));
         }
         let requested = optional_string(args, "provider")?.map(str::to_ascii_lowercase);
-        let provider = requested.as_deref().map(Provider::parse).transpose().map_err(invalid)?;
+        let provider = requested.as_deref().map(Provider::parse).transpose().map_err(ToolFailure::invalid_request)?;
         let voice = optional_string(args, "voiceId")?.map(str::to_owned);
         if let Some(voice) = &voice {
-            providers::check_voice(voice).map_err(invalid)?;
+            providers::check_voice(voice).map_err(ToolFailure::invalid_request)?;
         }
         optional_string(args, "model")?;
         Ok(SpeakArgs {
@@ -294,7 +291,7 @@ fn choose(
     if let Some(provider) = requested {
         let status = status_of(provider).expect("every provider has a status");
         if needs_audio && !provider.returns_audio() {
-            return Err(invalid(format!(
+            return Err(ToolFailure::invalid_request(format!(
                 "{} plays on its own audio output and cannot return audio; use play:true, or provider espeak-ng or piper \
                  for play:false",
                 provider.id()
@@ -359,7 +356,7 @@ fn spoke_failed(error: SpeakError, ctx: &CallContext) -> ToolFailure {
     match error {
         SpeakError::Cancelled if ctx.cancel.is_cancelled() => clawmcp_mcp::CANCELLED.into(),
         SpeakError::Cancelled => unavailable("Speak canceled: interrupted by a later tts.speak with interrupt:true"),
-        SpeakError::Invalid(message) => invalid(message),
+        SpeakError::Invalid(message) => ToolFailure::invalid_request(message),
         SpeakError::Failed(message) => ToolFailure::new(format!("Speak failed: {message}")),
     }
 }
