@@ -304,9 +304,7 @@ mod tests {
             assert_eq!(method, POLL);
             self.acks.lock().unwrap().push(params["ack"].as_u64().unwrap());
             let range = self.polls.lock().unwrap().pop_front().expect("a scripted poll");
-            let frames: Vec<Value> = range
-                .map(|seq| json!({"seq": seq, "payloadJSON": self.frames[seq]}))
-                .collect();
+            let frames: Vec<Value> = range.map(|seq| json!({"seq": seq, "payloadJSON": self.frames[seq]})).collect();
             Ok(json!({"v": 1, "frames": frames, "completed": false}))
         }
     }
