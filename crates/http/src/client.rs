@@ -14,14 +14,20 @@
 //!   notifications skipped, malformed frames a clear error); [`cancel`](McpClient::cancel) sends
 //!   `notifications/cancelled` for a request.
 //!
-//! One connection per message, plain `http://` only: over loopback a connection costs little,
-//! and dropping a reply (or the future waiting for it) closes its connection, which a clawmcp
-//! node takes as cancellation. Redirects are not followed. The JSON-RPC side lives in
+//! Plain `http://` only. Connections are kept alive: a message whose whole answer was read
+//! gives its connection back to the client's pool (shared by its clones; at most
+//! [`MAX_IDLE_CONNECTIONS`] idle, each reused only within [`IDLE_REUSE`], well inside the
+//! node's keep-alive idle deadlines), and the next message takes it instead of connecting
+//! (a file transfer's hundreds of polls are one connection, not hundreds). A connection is only
+//! ever pooled idle: one with an exchange in flight or a streamed answer is the exchange's alone,
+//! so dropping a reply (or the future waiting for it) still closes its connection, which a
+//! clawmcp node takes as cancellation. Redirects are not followed. The JSON-RPC side lives in
 //! `clawmcp_mcp::client`, which knows no transport; this module knows no command: the node's
 //! wording ("no clawmcp node is listening", token hints) is the CLI's.
 
 use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -31,12 +37,14 @@ use futures_util::{Stream, StreamExt};
 use http::HeaderValue;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use sse_stream::SseStream;
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 /// The default cap on a response body (a whole event stream included): well above any tool
 /// result (screenshots), bounded so a wrong endpoint cannot exhaust memory.
@@ -48,6 +56,14 @@ pub const FILE_RESPONSE_BYTES: usize = 25 * 1024 * 1024;
 
 /// The default time one exchange may take ([`McpClient::with_timeout`]).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Idle connections a client (and its clones) keeps for its next messages.
+pub const MAX_IDLE_CONNECTIONS: usize = 4;
+
+/// How long an idle connection is reused: a fifth of the node's shortest idle deadline (an
+/// unauthenticated connection must start a request within 2 s, docs/node-http.md §3), so the
+/// node never closes one just as a message is sent on it.
+pub const IDLE_REUSE: Duration = Duration::from_millis(400);
 
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 const SESSION_ID_HEADER: &str = "mcp-session-id";
@@ -69,7 +85,45 @@ pub struct McpClient {
     session_id: Option<HeaderValue>,
     /// The file command every message declares (`X-OpenClaw-File-Command`), if any.
     file_command: Option<HeaderValue>,
+    /// Idle keep-alive connections to this endpoint, shared by the clones.
+    pool: Arc<Pool>,
 }
+
+/// Connections whose last exchange is over, newest last, each with when it became idle.
+#[derive(Default)]
+struct Pool {
+    idle: Mutex<Vec<(SendRequest<Full<Bytes>>, Instant)>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("idle", &self.idle().len()).finish()
+    }
+}
+
+impl Pool {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(SendRequest<Full<Bytes>>, Instant)>> {
+        self.idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The most recently idle connection still open and young enough; older ones are closed.
+    fn take(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle();
+        idle.retain(|(sender, since)| !sender.is_closed() && since.elapsed() < IDLE_REUSE);
+        idle.pop().map(|(sender, _)| sender)
+    }
+
+    /// Keeps a connection whose answer was read whole, if there is room (else it closes).
+    fn give_back(&self, sender: SendRequest<Full<Bytes>>) {
+        let mut idle = self.idle();
+        if !sender.is_closed() && idle.len() < MAX_IDLE_CONNECTIONS {
+            idle.push((sender, Instant::now()));
+        }
+    }
+}
+
+/// The connection of one exchange, given back to the pool once its answer is read whole.
+struct Kept(SendRequest<Full<Bytes>>);
 
 /// What the server answered to one message ([`McpClient::post`]).
 pub enum Reply {
@@ -128,6 +182,7 @@ impl McpClient {
             protocol_version: None,
             session_id: None,
             file_command: None,
+            pool: Arc::default(),
         }
     }
 
@@ -221,9 +276,9 @@ impl McpClient {
     pub async fn initialize(&mut self, params: &Value) -> Result<Value, ClientError> {
         let id = RequestId::number(0);
         let exchange = async {
-            let response = self.send(Bytes::from(request_frame(&id, "initialize", Some(params)))).await?;
+            let (response, kept) = self.send(Bytes::from(request_frame(&id, "initialize", Some(params)))).await?;
             let session = response.headers().get(SESSION_ID_HEADER).cloned();
-            let reply = self.reply(response).await?;
+            let reply = self.reply(response, kept).await?;
             Ok::<_, ClientError>((session, self.answer_of(&id, reply, &mut |_| {}).await?))
         };
         let (session, answer) = self.within_timeout(exchange).await?;
@@ -293,8 +348,8 @@ impl McpClient {
     /// included (a relay does, with [`timeout`](Self::timeout)). Dropping the reply closes the
     /// connection.
     pub async fn post(&self, body: Bytes) -> Result<Reply, ClientError> {
-        let response = self.send(body).await?;
-        self.reply(response).await
+        let (response, kept) = self.send(body).await?;
+        self.reply(response, kept).await
     }
 
     /// Reads the answer to `id` out of a reply.
@@ -346,8 +401,9 @@ impl McpClient {
             .map_err(|_| ClientError::Timeout { endpoint: self.endpoint(), ms: self.timeout.as_millis() })?
     }
 
-    /// Connects and sends one POST; the response head is back, its body not yet read.
-    async fn send(&self, body: Bytes) -> Result<Response<Incoming>, ClientError> {
+    /// Sends one POST on a kept connection or a new one; the response head is back, its body
+    /// not yet read.
+    async fn send(&self, body: Bytes) -> Result<(Response<Incoming>, Kept), ClientError> {
         let endpoint = self.endpoint();
         let mut request = Request::post(self.path.as_str())
             .header(HOST, self.host_header())
@@ -387,8 +443,33 @@ impl McpClient {
             request = request.header("x-openclaw-file-command", command);
         }
         // Every part was checked above (the path came from a parsed URI).
-        let request = request.body(Full::new(body)).expect("a request of checked parts");
+        let mut request = request.body(Full::new(body)).expect("a request of checked parts");
+        let connect_error =
+            |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
 
+        // A kept connection the node closed meanwhile gives the request back unsent (hyper hands
+        // back a request it has not written), and the next one, or a new connection, takes it.
+        while let Some(mut sender) = self.pool.take() {
+            if sender.ready().await.is_err() {
+                continue;
+            }
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok((response, Kept(sender))),
+                Err(mut error) => match error.take_message() {
+                    Some(unsent) => request = unsent,
+                    None => return Err(connect_error(error.into_error())),
+                },
+            }
+        }
+        let mut sender = self.connect().await?;
+        let response = sender.send_request(request).await.map_err(connect_error)?;
+        Ok((response, Kept(sender)))
+    }
+
+    /// A new connection to the endpoint, its task spawned: it ends once its sender is dropped
+    /// (or, mid-exchange, once the response or its body is).
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ClientError> {
+        let endpoint = self.endpoint();
         let stream = TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| {
             if e.kind() == std::io::ErrorKind::ConnectionRefused {
                 ClientError::Refused { endpoint: endpoint.clone() }
@@ -397,14 +478,11 @@ impl McpClient {
             }
         })?;
         let _ = stream.set_nodelay(true);
-        let connect_error =
-            |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(connect_error)?;
-        // The connection task ends with the exchange: once the response (or its body) is
-        // dropped, hyper closes the connection.
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ClientError::Connect { endpoint, reason: e.to_string() })?;
         tokio::spawn(connection);
-        sender.send_request(request).await.map_err(connect_error)
+        Ok(sender)
     }
 
     fn host_header(&self) -> String {
@@ -413,7 +491,9 @@ impl McpClient {
     }
 
     /// What a response head says about its body.
-    async fn reply(&self, response: Response<Incoming>) -> Result<Reply, ClientError> {
+    /// A connection is given back only once its whole answer was read: a streamed answer's is
+    /// the stream's alone, and closes with it.
+    async fn reply(&self, response: Response<Incoming>, kept: Kept) -> Result<Reply, ClientError> {
         let endpoint = self.endpoint();
         let status = response.status().as_u16();
         let media_type = response
@@ -422,14 +502,18 @@ impl McpClient {
             .and_then(|value| value.to_str().ok())
             .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
         match status {
-            202 | 204 => Ok(Reply::Accepted),
+            202 | 204 => {
+                // Read to its end (nothing, normally) so that the connection can be kept.
+                self.read_body(response, kept).await?;
+                Ok(Reply::Accepted)
+            }
             200..=299 if media_type.as_deref() == Some("text/event-stream") => {
                 Ok(Reply::Events(self.event_frames(response)))
             }
-            200..=299 => Ok(Reply::Frame(self.read_body(response).await?)),
+            200..=299 => Ok(Reply::Frame(self.read_body(response, kept).await?)),
             401 => Err(ClientError::Unauthorized { endpoint }),
             _ => {
-                let body = self.read_body(response).await.unwrap_or_default();
+                let body = self.read_body(response, kept).await.unwrap_or_default();
                 Err(ClientError::Http { endpoint, status, body: first_line(&body) })
             }
         }
@@ -452,10 +536,13 @@ impl McpClient {
         Box::pin(frames)
     }
 
-    /// A whole response body, capped.
-    async fn read_body(&self, response: Response<Incoming>) -> Result<Bytes, ClientError> {
+    /// A whole response body, capped; read whole, its connection is kept for the next message.
+    async fn read_body(&self, response: Response<Incoming>, kept: Kept) -> Result<Bytes, ClientError> {
         match Limited::new(response.into_body(), self.max_response_bytes).collect().await {
-            Ok(collected) => Ok(collected.to_bytes()),
+            Ok(collected) => {
+                self.pool.give_back(kept.0);
+                Ok(collected.to_bytes())
+            }
             Err(e) => Err(body_error(&self.endpoint(), self.max_response_bytes, e.as_ref())),
         }
     }
@@ -504,7 +591,7 @@ fn first_line(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
-    use std::sync::{Arc, Mutex};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use hyper::server::conn::http1;
     use hyper::service::service_fn;
@@ -528,6 +615,8 @@ mod tests {
     struct Server {
         port: u16,
         seen: Arc<Mutex<Vec<Seen>>>,
+        /// Connections accepted so far.
+        accepted: Arc<AtomicUsize>,
         task: JoinHandle<()>,
     }
 
@@ -539,14 +628,26 @@ mod tests {
 
     impl Server {
         async fn start(answer: impl Fn(&Seen) -> (u16, &'static str, Vec<u8>) + Send + Sync + 'static) -> Server {
+            Server::start_with(true, answer).await
+        }
+
+        /// [`start`](Self::start), keeping connections alive across requests or closing each
+        /// after its answer.
+        async fn start_with(
+            keep_alive: bool,
+            answer: impl Fn(&Seen) -> (u16, &'static str, Vec<u8>) + Send + Sync + 'static,
+        ) -> Server {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let port = listener.local_addr().unwrap().port();
             let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
             let answer: Arc<Answerer> = Arc::new(answer);
             let recorded = seen.clone();
+            let accepted: Arc<AtomicUsize> = Arc::default();
+            let counted = accepted.clone();
             let task = tokio::spawn(async move {
                 loop {
                     let Ok((stream, _)) = listener.accept().await else { return };
+                    counted.fetch_add(1, Ordering::SeqCst);
                     let (answer, recorded) = (answer.clone(), recorded.clone());
                     tokio::spawn(async move {
                         let service = service_fn(move |request: Request<Incoming>| {
@@ -565,11 +666,18 @@ mod tests {
                                 Ok::<_, Infallible>(response)
                             }
                         });
-                        let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                        let _ = http1::Builder::new()
+                            .keep_alive(keep_alive)
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
                     });
                 }
             });
-            Server { port, seen, task }
+            Server { port, seen, accepted, task }
+        }
+
+        fn accepted(&self) -> usize {
+            self.accepted.load(Ordering::SeqCst)
         }
 
         fn client(&self) -> McpClient {
@@ -640,6 +748,88 @@ mod tests {
         assert_eq!(header(&server.seen()[1], "authorization"), None, "a blank token is no token");
     }
 
+    fn echo(seen: &Seen) -> (u16, &'static str, Vec<u8>) {
+        match seen.body.get("id") {
+            Some(id) => json_answer(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+            None => (202, "application/json", Vec::new()),
+        }
+    }
+
+    #[tokio::test]
+    async fn sequential_messages_share_one_kept_connection() {
+        let server = Server::start(echo).await;
+        let client = server.client();
+        let declared = client.declaring_file_command("file.fetch");
+        for n in 0..20 {
+            client.request(&RequestId::number(n), "ping", None).await.unwrap();
+            declared.request(&RequestId::number(100 + n), "tools/call", None).await.unwrap();
+            client.notify("notifications/initialized", None).await.unwrap();
+        }
+        assert_eq!(server.seen().len(), 60);
+        assert_eq!(server.accepted(), 1, "60 messages one after another, clones included, on one connection");
+        assert_eq!(header(&server.seen()[1], "x-openclaw-file-command"), Some("file.fetch"));
+        assert_eq!(header(&server.seen()[2], "x-openclaw-file-command"), None, "the header is per client");
+    }
+
+    #[tokio::test]
+    async fn concurrent_messages_keep_at_most_the_idle_bound() {
+        let server = Server::start(echo).await;
+        let client = server.client();
+        // Each exchange holds its connection until its answer is read: all at once need their own.
+        let many = MAX_IDLE_CONNECTIONS + 3;
+        let held: Vec<_> =
+            futures_util::future::join_all((0..many).map(|n| client.send(Bytes::from(json!({"id": n}).to_string()))))
+                .await;
+        assert_eq!(server.accepted(), many);
+        for sent in held {
+            let (response, kept) = sent.unwrap();
+            client.reply(response, kept).await.unwrap();
+        }
+        assert_eq!(client.pool.idle().len(), MAX_IDLE_CONNECTIONS, "the rest closed");
+        for n in 0..many {
+            client.request(&RequestId::number(n as i64), "ping", None).await.unwrap();
+        }
+        assert_eq!(server.accepted(), many, "later messages reuse the kept ones");
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_not_reused() {
+        let server = Server::start_with(false, echo).await;
+        let client = server.client();
+        for n in 0..5 {
+            client.request(&RequestId::number(n), "ping", None).await.unwrap();
+        }
+        assert_eq!(server.accepted(), 5, "a server that closes after each answer gets a connection per message");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_idle_past_the_reuse_window_is_replaced() {
+        let server = Server::start(echo).await;
+        let client = server.client();
+        client.request(&RequestId::number(1), "ping", None).await.unwrap();
+        tokio::time::advance(IDLE_REUSE - Duration::from_millis(1)).await;
+        client.request(&RequestId::number(2), "ping", None).await.unwrap();
+        assert_eq!(server.accepted(), 1, "reused within the window");
+        tokio::time::advance(IDLE_REUSE).await;
+        client.request(&RequestId::number(3), "ping", None).await.unwrap();
+        assert_eq!(server.accepted(), 2, "idle for the whole window: a new connection");
+    }
+
+    #[tokio::test]
+    async fn a_streamed_answer_keeps_its_connection_to_itself() {
+        let server = Server::start(|seen| {
+            let frame = json!({"jsonrpc": "2.0", "id": seen.body["id"], "result": {}});
+            (200, "text/event-stream", events(&[frame]))
+        })
+        .await;
+        let client = server.client();
+        for n in 0..3 {
+            client.request(&RequestId::number(n), "tools/call", None).await.unwrap();
+        }
+        assert_eq!(server.accepted(), 3, "a streamed answer's connection closes with the stream");
+        assert!(client.pool.idle().is_empty());
+    }
+
     #[tokio::test]
     async fn initialize_negotiates_the_revision_and_session_for_later_messages() {
         let server = Server::start(|seen| match seen.body["method"].as_str() {
@@ -685,14 +875,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_session_id_assigned_at_initialize_is_echoed() {
-        // The stand-in cannot set a response header through `Answerer`: a raw server does.
+        // The stand-in cannot set a response header through `Answerer`: a raw server does (one
+        // connection per answer, so it says `connection: close`).
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = tokio::spawn(async move {
             let mut heads = Vec::new();
             for answer in [
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: 45\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"ok\":true}}",
+                "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: 45\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"ok\":true}}",
                 "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
             ] {
                 let (mut socket, _) = listener.accept().await.unwrap();

@@ -59,7 +59,10 @@ pub enum TransferError {
 }
 
 /// Empty polls are paced from this up to [`MAX_POLL_PAUSE`], doubling: polls answer at once,
-/// so a client that finds nothing waits a little instead of spinning on the node.
+/// so a client that finds nothing waits a little instead of spinning on the node. A poll that
+/// acknowledged frames is not paced even when it brought none: the command was waiting for that
+/// room and is refilling its queue now (the next poll finds the frames, instead of sleeping
+/// through every other round trip of a transfer).
 const FIRST_POLL_PAUSE: Duration = Duration::from_millis(1);
 const MAX_POLL_PAUSE: Duration = Duration::from_millis(25);
 
@@ -72,6 +75,8 @@ pub struct ChannelClient<'r, R: ChannelRpc> {
     id_prefix: String,
     requests: u64,
     ack: u64,
+    /// The `ack` the previous poll sent: a poll sending a later one releases frames.
+    acked: u64,
     seq: u64,
     message: u64,
     reassembler: Reassembler,
@@ -99,6 +104,7 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
             id_prefix,
             requests: 0,
             ack: 0,
+            acked: 0,
             seq: 0,
             message: 0,
             reassembler: Reassembler::default(),
@@ -138,6 +144,7 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
     /// messages they complete. Returns how many frames came.
     pub async fn poll(&mut self) -> Result<usize, TransferError> {
         let answer = self.request(POLL, json!({"v": 1, "lease": self.lease, "ack": self.ack})).await?;
+        self.acked = self.ack;
         let frames = answer.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         for wire in frames {
             let payload = wire
@@ -169,7 +176,8 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
             if self.completed {
                 return Ok(false);
             }
-            if self.poll().await? > 0 {
+            let releases = self.ack > self.acked;
+            if self.poll().await? > 0 || releases {
                 self.pause = FIRST_POLL_PAUSE;
             } else if !done(self) && !self.completed {
                 tokio::time::sleep(self.pause).await;
@@ -270,4 +278,66 @@ fn fill(source: &mut impl FnMut(&mut [u8]) -> std::io::Result<usize>, buffer: &m
         }
     }
     Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use tokio::time::Instant;
+
+    use super::*;
+
+    /// Answers each poll with the next scripted frames (by sequence range), recording its `ack`.
+    struct Scripted {
+        frames: Vec<String>,
+        polls: Mutex<VecDeque<std::ops::Range<usize>>>,
+        acks: Mutex<Vec<u64>>,
+    }
+
+    impl ChannelRpc for Scripted {
+        async fn request(&self, _id: RequestId, method: &str, params: Value) -> Result<Value, RpcFailure> {
+            if method == OPEN {
+                return Ok(json!({"v": 1, "lease": "l", "timeoutMs": 1000}));
+            }
+            assert_eq!(method, POLL);
+            self.acks.lock().unwrap().push(params["ack"].as_u64().unwrap());
+            let range = self.polls.lock().unwrap().pop_front().expect("a scripted poll");
+            let frames: Vec<Value> = range.map(|seq| json!({"seq": seq, "payloadJSON": self.frames[seq]})).collect();
+            Ok(json!({"v": 1, "frames": frames, "completed": false}))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_poll_that_released_frames_is_not_paced_an_empty_one_that_released_none_is() {
+        let message = vec![7u8; frame::FRAGMENT_BYTES * 20];
+        // 16 frames, then the poll acknowledging them finds none yet (the command refills), the
+        // next finds none either, then the rest.
+        let rpc = Scripted {
+            frames: frame::fragments(0, &message),
+            polls: Mutex::new(VecDeque::from([0..16, 16..16, 16..16, 16..20])),
+            acks: Mutex::default(),
+        };
+        let mut channel = ChannelClient::open(&rpc, "file.fetch", "call", Duration::from_secs(1)).await.unwrap();
+        let started = Instant::now();
+        assert_eq!(channel.next_message().await.unwrap(), Some(message));
+        assert_eq!(*rpc.acks.lock().unwrap(), [0, 16, 16, 16]);
+        // The paused clock only moves by the pauses slept: one, the first, after the poll that
+        // released nothing and brought nothing.
+        assert_eq!(started.elapsed(), FIRST_POLL_PAUSE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn empty_polls_double_their_pause_up_to_the_cap() {
+        let message = b"ack".to_vec();
+        let mut polls = VecDeque::from(vec![0..0; 8]);
+        polls.push_back(0..1);
+        let rpc = Scripted { frames: frame::fragments(0, &message), polls: Mutex::new(polls), acks: Mutex::default() };
+        let mut channel = ChannelClient::open(&rpc, "file.create", "call", Duration::from_secs(1)).await.unwrap();
+        let started = Instant::now();
+        assert_eq!(channel.next_message().await.unwrap(), Some(message));
+        // 1, 2, 4, 8, 16, then 25 three times.
+        assert_eq!(started.elapsed(), Duration::from_millis(1 + 2 + 4 + 8 + 16 + 25 * 3));
+    }
 }
