@@ -494,6 +494,9 @@ pub enum SettingKey {
     NodeClipboardReadEnabled,
     /// Serve location.get (off by default: a fix says where this machine is).
     NodeLocationEnabled,
+    /// Serve microphone input for stt.transcribe and stt.listen (off by default: the
+    /// microphone hears the room; transcribing a file needs no switch).
+    NodeSttEnabled,
     /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
     /// home directory, the default).
     NodeFileRoots,

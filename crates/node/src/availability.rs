@@ -53,6 +53,11 @@ impl Switch {
         why: "a fix says where this machine, and likely you, are",
         is_on: |settings| settings.node_location_enabled,
     };
+    pub const MICROPHONE: Switch = Switch {
+        setting: "NodeSttEnabled",
+        why: "the microphone hears the room around this machine",
+        is_on: |settings| settings.node_stt_enabled,
+    };
 
     pub fn is_on(&self, settings: &Settings) -> bool {
         (self.is_on)(settings)

@@ -128,6 +128,11 @@ pub struct Settings {
     /// is on, ours is off like the other sensitive capabilities.
     #[serde(default)]
     pub node_location_enabled: bool,
+    /// Microphone input for speech to text (`stt.transcribe` without `path`, `stt.listen`); off
+    /// by default: an agent would hear the room. Transcribing a file needs only `NodeFileRoots`.
+    /// Upstream's Windows node has the same opt-in (its speech-to-text is off unless enabled).
+    #[serde(default)]
+    pub node_stt_enabled: bool,
     /// The directories `file.*`, `dir.*` and `fs.listDir` may read and write (absolute paths,
     /// symlinks resolved when used). Absent: the user's home directory. `/proc`, `/sys` and `/dev`
     /// are never served, whatever this says (`crate::files::policy`).
@@ -182,6 +187,7 @@ impl Default for Settings {
             node_camera_enabled: false,
             node_clipboard_read_enabled: false,
             node_location_enabled: false,
+            node_stt_enabled: false,
             node_file_roots: None,
             node_tts_provider: None,
             system_run_sandbox: SandboxSettings::default(),
@@ -281,6 +287,8 @@ impl Settings {
             Some("NodeClipboardReadEnabled")
         } else if turned_on(self.node_location_enabled, after.node_location_enabled) {
             Some("NodeLocationEnabled")
+        } else if turned_on(self.node_stt_enabled, after.node_stt_enabled) {
+            Some("NodeSttEnabled")
         } else if file_roots_widen(self.node_file_roots.as_deref(), after.node_file_roots.as_deref()) {
             Some("NodeFileRoots")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
@@ -649,7 +657,7 @@ mod widening_tests {
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 17] = [
+        let cases: [(&str, Change, Change); 18] = [
             ("NodeFileRoots", |_| {}, |s| s.node_file_roots = Some(vec!["/".into()])),
             (
                 "NodeFileRoots",
@@ -660,6 +668,7 @@ mod widening_tests {
             ("NodeCameraEnabled", |_| {}, |s| s.node_camera_enabled = true),
             ("NodeClipboardReadEnabled", |_| {}, |s| s.node_clipboard_read_enabled = true),
             ("NodeLocationEnabled", |_| {}, |s| s.node_location_enabled = true),
+            ("NodeSttEnabled", |_| {}, |s| s.node_stt_enabled = true),
             ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
             ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
             ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),

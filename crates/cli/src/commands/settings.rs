@@ -55,7 +55,8 @@ fn effect(key: SettingKey, settings: &Settings) -> &'static str {
         | SettingKey::NodeScreenEnabled
         | SettingKey::NodeCameraEnabled
         | SettingKey::NodeClipboardReadEnabled
-        | SettingKey::NodeLocationEnabled => {
+        | SettingKey::NodeLocationEnabled
+        | SettingKey::NodeSttEnabled => {
             "a running node applies it at once: its next tools/list and its next call see it"
         }
         SettingKey::NodeFileRoots => "a running node applies it to its next file.*, dir.* and fs.listDir call",
@@ -80,6 +81,7 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
         SettingKey::NodeCameraEnabled => settings.node_camera_enabled = switch(value)?,
         SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled = switch(value)?,
         SettingKey::NodeLocationEnabled => settings.node_location_enabled = switch(value)?,
+        SettingKey::NodeSttEnabled => settings.node_stt_enabled = switch(value)?,
         SettingKey::NodeFileRoots => {
             let roots: Vec<PathBuf> = paths(value);
             clawmcp_node::settings::validate_file_roots(&roots)?;
@@ -114,6 +116,7 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::NodeCameraEnabled => settings.node_camera_enabled.into(),
         SettingKey::NodeClipboardReadEnabled => settings.node_clipboard_read_enabled.into(),
         SettingKey::NodeLocationEnabled => settings.node_location_enabled.into(),
+        SettingKey::NodeSttEnabled => settings.node_stt_enabled.into(),
         SettingKey::NodeFileRoots => settings
             .node_file_roots
             .as_ref()

@@ -41,12 +41,12 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use self::model::{Installed, ModelSpec};
-use crate::availability::{Gate, MissingBackend};
+use crate::availability::{Gate, MissingBackend, Switch};
 #[cfg(feature = "whisper")]
 use crate::capability::InvokeResult;
 use crate::capability::{Capability, Command, CommandSpec};
 use crate::files::FilePolicy;
-use crate::settings::LiveSettings;
+use crate::settings::{LiveSettings, Settings};
 
 /// The most audio one call transcribes: five minutes (about 30 s of CPU with tiny.en on two
 /// cores; ten Whisper windows).
@@ -55,9 +55,8 @@ pub const MAX_AUDIO_MS: u64 = 300_000;
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
 /// Upstream's default language when the call names none (its host setting's default).
 pub const DEFAULT_LANGUAGE: &str = "en-US";
-/// What a call without `path` answers in this slice.
-pub const NO_MICROPHONE: &str = "STT microphone input is not available yet on this node: pass path, an audio file \
-     (any format ffmpeg reads) inside the node's file roots, to transcribe it";
+/// Upstream's bound on one microphone recording (`stt.transcribe` without `path`).
+pub const MAX_MICROPHONE_MS: u64 = 30_000;
 
 /// Upstream's language tag rule: `auto`, or a BCP 47 subset (language, script, region).
 static LANGUAGE_TAG: LazyLock<Regex> =
@@ -82,6 +81,9 @@ struct Config {
     /// Decoding takes at most this long (a huge or hostile file).
     #[cfg_attr(not(feature = "whisper"), allow(dead_code))]
     decode_timeout: Duration,
+    /// Where microphone input is recorded from: the default source of the node's sound server.
+    #[cfg_attr(not(feature = "whisper"), allow(dead_code))]
+    microphone: crate::audio::Capture,
 }
 
 impl Config {
@@ -93,6 +95,7 @@ impl Config {
             max_audio_ms: MAX_AUDIO_MS,
             max_file_bytes: MAX_FILE_BYTES,
             decode_timeout: Duration::from_secs(60),
+            microphone: crate::audio::Capture::default(),
         }
     }
 }
@@ -165,27 +168,31 @@ impl SttCapability {
 
     fn with_config(policy: FilePolicy, settings: Arc<LiveSettings>, config: Config) -> Self {
         let config = Arc::new(config);
-        let gate = Gate::new(settings, None, {
+        let gate = Gate::new(settings.clone(), None, {
             let config = config.clone();
             move || missing_backend(&config).map(drop).map_err(|(_, missing)| missing)
         });
         #[cfg(feature = "whisper")]
         let engine = Arc::new(engine::Engine::default());
         let transcribe = transcribe_spec().with_handler({
-            let (gate, config) = (gate.clone(), config.clone());
+            let (gate, config, settings) = (gate.clone(), config.clone(), settings.clone());
             move |request, ctx| {
-                let (gate, config, policy) = (gate.clone(), config.clone(), policy.clone());
+                let (gate, config, policy, settings) = (gate.clone(), config.clone(), policy.clone(), settings.clone());
                 #[cfg(feature = "whisper")]
                 let engine = engine.clone();
                 async move {
                     gate.admit("stt.transcribe")?;
                     let args = TranscribeArgs::parse(&request.args, &config)?;
+                    // Microphone input is the owner's to allow; a file needs only its roots.
+                    if args.path.is_none() && !Switch::MICROPHONE.is_on(&settings.current()) {
+                        return Err(Switch::MICROPHONE.refusal("stt.transcribe (microphone input)"));
+                    }
                     #[cfg(feature = "whisper")]
                     return transcribe(&engine, &config, &policy, args, &ctx).await;
                     // The gate above refuses every call of a build without the engine.
                     #[cfg(not(feature = "whisper"))]
                     return {
-                        let _ = (args, policy, ctx);
+                        let _ = (args, policy, ctx, settings);
                         Err(unavailable(missing_backend(&config).err().map(|(_, missing)| missing)))
                     };
                 }
@@ -194,8 +201,8 @@ impl SttCapability {
         let status = status_spec().with_output_handler({
             let config = config.clone();
             move |_request, _ctx| {
-                let config = config.clone();
-                async move { Ok(ToolOutput::from(status_answer(&config))) }
+                let (config, settings) = (config.clone(), settings.clone());
+                async move { Ok(ToolOutput::from(status_answer(&config, &settings.current()))) }
             }
         });
         SttCapability { commands: vec![gate.apply(transcribe), status] }
@@ -220,7 +227,9 @@ fn transcribe_spec() -> CommandSpec {
              auto or a tag such as en or en-US (default en-US; the installed model whisper-tiny.en is English \
              only). maxDurationMs (optional with path): transcribe only the first that many ms. Returns \
              {transcribed, text, durationMs, language, engineEffective, segments: [{text, startMs, endMs}]}. \
-             Microphone input (maxDurationMs without path) is not available yet on this node.",
+             Without path: records maxDurationMs (required, 1..30000) from the default microphone (the \
+             PulseAudio/PipeWire default source) and transcribes that; off until the owner turns on \
+             NodeSttEnabled.",
         ),
         input_schema: Some(
             json!({
@@ -277,7 +286,7 @@ fn status_spec() -> CommandSpec {
             "Whether this node can transcribe speech now. Takes no arguments. Returns {engine, readiness (ready, \
              model-not-downloaded or unavailable), modelDownloadProgress (null: models are installed by the owner, \
              never downloaded by the node), isListenWithVadSupported, isBoundedTranscribeSupported (microphone \
-             input; false on this node for now), isFileTranscribeSupported, model, and when not ready reason and \
+             recording: true once NodeSttEnabled is on and parecord is installed; else microphone says why), isFileTranscribeSupported, model, and when not ready reason and \
              fix (the command that fixes it)}.",
         ),
         input_schema: Some(json!({"type": "object", "properties": {}, "additionalProperties": false}).into()),
@@ -292,6 +301,7 @@ fn status_spec() -> CommandSpec {
                     "isBoundedTranscribeSupported": {"type": "boolean"},
                     "isFileTranscribeSupported": {"type": "boolean"},
                     "model": {"type": "string"},
+                    "microphone": {"type": "string", "description": "Why microphone input is not available, when the engine is."},
                     "reason": {"type": "string"},
                     "fix": {"type": "string"}
                 },
@@ -306,10 +316,22 @@ fn status_spec() -> CommandSpec {
     SPEC.clone()
 }
 
-fn status_answer(config: &Config) -> Value {
+/// Why microphone input cannot be used now, if it cannot (the engine itself being ready).
+fn microphone_missing(settings: &Settings) -> Option<String> {
+    if !Switch::MICROPHONE.is_on(settings) {
+        return Some(format!(
+            "microphone input is off until you turn it on: clawmcp settings set {} true",
+            Switch::MICROPHONE.setting
+        ));
+    }
+    MissingBackend::program("parecord", crate::audio::CLIENT_PACKAGE).err().map(|missing| missing.to_string())
+}
+
+fn status_answer(config: &Config, settings: &Settings) -> Value {
     let mut answer = json!({
         "engine": "whisper",
         "modelDownloadProgress": null,
+        // stt.listen (capture until silence) is not served yet.
         "isListenWithVadSupported": false,
         "isBoundedTranscribeSupported": false,
         "model": config.model.name,
@@ -318,6 +340,10 @@ fn status_answer(config: &Config) -> Value {
         Ok(_) => {
             answer["readiness"] = json!(Readiness::Ready.name());
             answer["isFileTranscribeSupported"] = json!(true);
+            match microphone_missing(settings) {
+                None => answer["isBoundedTranscribeSupported"] = json!(true),
+                Some(why) => answer["microphone"] = json!(why),
+            }
         }
         Err((readiness, missing)) => {
             answer["readiness"] = json!(readiness.name());
@@ -376,29 +402,34 @@ fn language(args: &Map<String, Value>, model: &ModelSpec) -> Result<Language, To
 /// `stt.transcribe`'s arguments, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct TranscribeArgs {
-    path: Value,
+    /// The audio file; `None`: record `max_duration_ms` from the microphone.
+    path: Option<Value>,
     language: Language,
-    /// `Some` when the caller asked for only the beginning.
+    /// With `path`, `Some` when the caller asked for only the beginning; without, how long to
+    /// record (then always `Some`).
     max_duration_ms: Option<u64>,
 }
 
 impl TranscribeArgs {
     fn parse(args: &Map<String, Value>, config: &Config) -> Result<TranscribeArgs, ToolFailure> {
         let language = language(args, config.model)?;
+        let path = args.get("path").filter(|path| !path.is_null()).cloned();
+        // A file may be as long as the engine takes; a recording as long as upstream's.
+        let limit = if path.is_some() { config.max_audio_ms } else { MAX_MICROPHONE_MS };
         let max_duration_ms = match args.get("maxDurationMs") {
+            None | Some(Value::Null) if path.is_none() => {
+                return Err(invalid(format!(
+                    "Missing required maxDurationMs: without path, stt.transcribe records that many ms (1..{limit}) \
+                     from the microphone"
+                )));
+            }
             None | Some(Value::Null) => None,
             Some(value) => match value.as_i64() {
                 Some(ms) if ms <= 0 => return Err(invalid("maxDurationMs must be a positive number of milliseconds")),
-                Some(ms) if ms as u64 > config.max_audio_ms => {
-                    return Err(invalid(format!("maxDurationMs exceeds {} ms", config.max_audio_ms)));
-                }
+                Some(ms) if ms as u64 > limit => return Err(invalid(format!("maxDurationMs exceeds {limit} ms"))),
                 Some(ms) => Some(ms as u64),
                 None => return Err(invalid("maxDurationMs must be a whole number of milliseconds")),
             },
-        };
-        let path = match args.get("path") {
-            None | Some(Value::Null) => return Err(ToolFailure::new(NO_MICROPHONE).with_code(UNAVAILABLE)),
-            Some(path) => path.clone(),
         };
         Ok(TranscribeArgs { path, language, max_duration_ms })
     }
@@ -447,7 +478,23 @@ async fn transcribe(
     // Again, not from the gate's cache: the model may have gone since the last probe.
     let dir = missing_backend(config).map_err(|(_, missing)| unavailable(Some(missing)))?;
     let ffmpeg = MissingBackend::program(config.ffmpeg, "ffmpeg").map_err(|missing| unavailable(Some(missing)))?;
-    let file = open_audio(policy, &args.path, config.max_file_bytes).await?;
+    // A recording lands in a private temp file (removed when the call ends) and is read back
+    // like any audio file: one decoder for both.
+    let mut _recording = None;
+    let file = match &args.path {
+        Some(path) => open_audio(policy, path, config.max_file_bytes).await?,
+        None => {
+            let ms = args.max_duration_ms.unwrap_or(MAX_MICROPHONE_MS);
+            match record_microphone(&config.microphone, ms, &ctx.cancel).await? {
+                Some((file, recording)) => {
+                    _recording = Some(recording);
+                    file
+                }
+                // The source sent nothing at all (a silent monitor, a muted device): no words.
+                None => return Ok(answer(&args.language, 0, &[])),
+            }
+        }
+    };
     let (max_ms, cut) = match args.max_duration_ms {
         Some(ms) => (ms, true),
         None => (config.max_audio_ms, false),
@@ -473,26 +520,60 @@ async fn transcribe(
                 engine::EngineError::Failed(message) => ToolFailure::new(message).with_code(UNAVAILABLE),
             }
         })?;
-    let text = segments.iter().map(|segment| segment.text.as_str()).collect::<Vec<_>>().join(" ");
     tracing::info!(
         duration_ms,
         segments = segments.len(),
-        chars = text.len(),
+        chars = segments.iter().map(|segment| segment.text.len()).sum::<usize>(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "speech transcribed"
     );
+    Ok(answer(&args.language, duration_ms, &segments))
+}
+
+/// `stt.transcribe`'s answer: upstream's keys and the segments, timed within `duration_ms`.
+#[cfg(feature = "whisper")]
+fn answer(language: &Language, duration_ms: u64, segments: &[engine::Segment]) -> Value {
+    let text = segments.iter().map(|segment| segment.text.as_str()).collect::<Vec<_>>().join(" ");
     let segments: Vec<Value> = segments
         .iter()
         .map(|segment| json!({"text": segment.text, "startMs": segment.start_ms, "endMs": segment.end_ms.min(duration_ms)}))
         .collect();
-    Ok(json!({
+    json!({
         "transcribed": !text.is_empty(),
         "text": text,
         "durationMs": duration_ms,
-        "language": args.language.tag,
+        "language": language.tag,
         "engineEffective": "whisper",
         "segments": segments,
-    }))
+    })
+}
+
+/// Records `ms` of the microphone (the sound server's default source) into a private temp
+/// file: the file, opened for reading, and its guard. The recording is bounded by wall-clock
+/// time, not by samples: a source that sends nothing (a silent monitor) still ends on time.
+#[cfg(feature = "whisper")]
+async fn record_microphone(
+    microphone: &crate::audio::Capture,
+    ms: u64,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Option<(std::fs::File, tempfile::TempDir)>, ToolFailure> {
+    use crate::audio::AudioError;
+    let failed = |why: String| ToolFailure::new(format!("Transcribe failed: {why}")).with_code(UNAVAILABLE);
+    let dir = tempfile::Builder::new()
+        .prefix("clawmcp-stt-")
+        .tempdir()
+        .map_err(|e| failed(format!("cannot make a private temp directory: {e}")))?;
+    let wav = dir.path().join("microphone.wav");
+    microphone.record(&wav, Duration::from_millis(ms), cancel).await.map_err(|error| match error {
+        AudioError::Cancelled => ToolFailure::new("Transcribe canceled").with_code(clawmcp_mcp::tool::codes::CANCELLED),
+        other => failed(format!("cannot record from the microphone: {other}")),
+    })?;
+    let heard = crate::audio::WavInfo::read(&wav).map_err(|e| failed(format!("the recording is unreadable: {e}")))?;
+    if heard.duration().is_zero() {
+        return Ok(None);
+    }
+    let file = std::fs::File::open(&wav).map_err(|e| failed(format!("the recording is unreadable: {e}")))?;
+    Ok(Some((file, dir)))
 }
 
 /// Upstream's "STT ... not available", with what is missing and its fix.

@@ -14,9 +14,10 @@ use clawmcp_mcp::CallContext;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::audio::{Capture, SoundServer};
 use crate::capability::{Caller, InvokeRequest};
 use crate::settings::DataDir;
-use crate::test_support::require;
+use crate::test_support::{NULL_SINK, PulseServer, require};
 
 /// The installed model's `models` directory, or a failure that says how to install it.
 fn installed_models() -> PathBuf {
@@ -300,10 +301,15 @@ fn max_duration_ms_holds_at_its_edges_and_no_path_means_the_microphone() {
     assert_eq!(over.message, format!("maxDurationMs exceeds {MAX_AUDIO_MS} ms"));
     assert!(parse(json!({"path": "/a.wav", "maxDurationMs": 0})).unwrap_err().message.contains("positive"));
     assert!(parse(json!({"path": "/a.wav", "maxDurationMs": 1.5})).unwrap_err().message.contains("whole number"));
-    let microphone = parse(json!({"maxDurationMs": 5000})).unwrap_err();
-    assert_eq!(microphone.message, NO_MICROPHONE);
-    assert!(microphone.message.contains("microphone input is not available yet on this node"));
-    assert_eq!(microphone.code, Some(UNAVAILABLE));
+    // Without path: a recording of upstream's length, which is required.
+    let microphone = parse(json!({"maxDurationMs": MAX_MICROPHONE_MS})).unwrap();
+    assert_eq!((microphone.path, microphone.max_duration_ms), (None, Some(MAX_MICROPHONE_MS)));
+    let over = parse(json!({"maxDurationMs": MAX_MICROPHONE_MS + 1})).unwrap_err();
+    assert_eq!(over.message, format!("maxDurationMs exceeds {MAX_MICROPHONE_MS} ms"));
+    assert!(parse(json!({"maxDurationMs": 0})).unwrap_err().message.contains("positive"));
+    let missing = parse(json!({})).unwrap_err();
+    assert!(missing.message.starts_with("Missing required maxDurationMs"), "{}", missing.message);
+    assert_eq!(missing.code, Some(INVALID_REQUEST));
     // The language is checked first, as upstream does.
     assert_eq!(parse(json!({"language": "x"})).unwrap_err().message, "Invalid language tag");
 }
@@ -345,7 +351,8 @@ async fn with_the_model_status_is_ready_and_transcribe_listed() {
     assert_eq!(
         status,
         json!({"engine": "whisper", "readiness": "ready", "modelDownloadProgress": null, "isListenWithVadSupported": false,
-               "isBoundedTranscribeSupported": false, "isFileTranscribeSupported": true, "model": "whisper-tiny.en"})
+               "isBoundedTranscribeSupported": false, "isFileTranscribeSupported": true, "model": "whisper-tiny.en",
+               "microphone": "microphone input is off until you turn it on: clawmcp settings set NodeSttEnabled true"})
     );
     // Without ffmpeg the engine cannot read audio: not listed, and said.
     let stt = capability(dir.path(), installed_models(), |config| config.ffmpeg = "clawmcp-no-such-ffmpeg");
@@ -434,4 +441,129 @@ fn the_catalog_names_what_it_offers() {
     let error = model::find("whisper-huge").unwrap_err();
     assert!(error.contains("whisper-tiny.en"), "{error}");
     assert_eq!(spec().install_command(), "clawmcp models install whisper-tiny.en");
+}
+
+/// The capability recording from `pulse`'s default source, which is set to its null sink's
+/// monitor: what is played into the sink is what the "microphone" hears.
+fn listening_capability(root: &Path, pulse: &PulseServer) -> SttCapability {
+    pulse.pactl(&["set-default-source", &format!("{NULL_SINK}.monitor")]);
+    capability(root, installed_models(), |config| {
+        config.microphone = Capture { server: SoundServer { address: Some(pulse.address.clone()) }, source: None };
+    })
+}
+
+fn turn_microphone(root: &Path, on: bool) {
+    std::fs::write(root.join("settings.json"), format!(r#"{{"NodeSttEnabled": {on}}}"#)).unwrap();
+}
+
+#[tokio::test]
+async fn the_microphone_hears_a_spoken_nonce_sentence_word_for_word() {
+    let pulse = PulseServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let sentence = nonce_sentence();
+    // 1.5 s of silence first instead of 0.5 (ffmpeg's last -af wins): the start of a new
+    // playback stream reaches a monitor late, and the sentence's first words were lost.
+    let speech = speak(
+        dir.path(),
+        &sentence,
+        "speech.wav",
+        &["-af", "adelay=1500:all=1,apad=pad_dur=0.5", "-ar", "16000", "-ac", "1"],
+    );
+    let stt = listening_capability(dir.path(), &pulse);
+    // Off by default: refused with the fix, and status says why.
+    let refused = call(&stt, "stt.transcribe", json!({"maxDurationMs": 1000})).await.unwrap_err();
+    assert!(refused.message.contains("clawmcp settings set NodeSttEnabled true"), "{}", refused.message);
+    assert_eq!(refused.code, Some(UNAVAILABLE));
+    // Turned on while the capability runs: applies at once.
+    turn_microphone(dir.path(), true);
+    let status = call(&stt, "stt.status", json!({})).await.unwrap();
+    assert_eq!(status["isBoundedTranscribeSupported"], true, "{status}");
+    assert!(status.get("microphone").is_none(), "{status}");
+    let recording = {
+        let stt = &stt;
+        async move { call(stt, "stt.transcribe", json!({"maxDurationMs": 8000})).await }
+    };
+    let speaker = async {
+        // What plays before parecord's stream is set up is not heard: wait for the stream.
+        let started = std::time::Instant::now();
+        loop {
+            let streams = tokio::process::Command::new("pactl")
+                .args(["list", "short", "source-outputs"])
+                .env("PULSE_SERVER", &pulse.address)
+                .output()
+                .await
+                .unwrap();
+            if !streams.stdout.is_empty() {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "the node's recording never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let played = tokio::process::Command::new("paplay")
+            .arg(format!("--device={NULL_SINK}"))
+            .arg(&speech)
+            .env("PULSE_SERVER", &pulse.address)
+            .status()
+            .await
+            .unwrap();
+        assert!(played.success(), "paplay failed");
+    };
+    let (answer, ()) = tokio::join!(recording, speaker);
+    let answer = answer.unwrap();
+    assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
+    assert_eq!(answer["transcribed"], true);
+    let duration_ms = answer["durationMs"].as_u64().unwrap();
+    assert!((4000..=8000).contains(&duration_ms), "recorded {duration_ms} ms of an 8000 ms request: {answer}");
+    // Turned off again: refused at once.
+    turn_microphone(dir.path(), false);
+    let refused = call(&stt, "stt.transcribe", json!({"maxDurationMs": 1000})).await.unwrap_err();
+    assert!(refused.message.contains("NodeSttEnabled"), "{}", refused.message);
+}
+
+#[tokio::test]
+async fn a_silent_microphone_ends_on_time_with_no_words_and_a_cancel_stops_the_recording() {
+    let pulse = PulseServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stt = listening_capability(dir.path(), &pulse);
+    turn_microphone(dir.path(), true);
+    // Nothing plays: the monitor sends no data at all, and the recording still ends on time.
+    let answer = call(&stt, "stt.transcribe", json!({"maxDurationMs": 1000})).await.unwrap();
+    assert_eq!((answer["transcribed"].clone(), answer["text"].clone()), (json!(false), json!("")), "{answer}");
+    let ctx = CallContext::detached();
+    let cancel = ctx.cancel.clone();
+    let canceller = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    };
+    let started = std::time::Instant::now();
+    let (outcome, ()) = tokio::join!(call_in(&stt, "stt.transcribe", json!({"maxDurationMs": 30000}), ctx), canceller);
+    let error = outcome.unwrap_err();
+    assert_eq!(error.message, "Transcribe canceled");
+    assert!(started.elapsed() < Duration::from_secs(20), "a cancel must not wait for the 30 s recording");
+    // The recorder is the only process talking to this test's private server.
+    let marker = format!("PULSE_SERVER={}", pulse.address);
+    let recorders = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| std::fs::read(entry.ok()?.path().join("environ")).ok())
+            .filter(|environ| environ.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
+            .count()
+    };
+    assert_eq!(recorders(), 0, "parecord outlived the cancelled call");
+}
+
+#[tokio::test]
+async fn without_a_sound_server_the_microphone_says_so_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let stt = capability(dir.path(), installed_models(), |config| {
+        config.microphone = Capture {
+            server: SoundServer { address: Some(format!("unix:{}", dir.path().join("no-such-socket").display())) },
+            source: None,
+        };
+    });
+    turn_microphone(dir.path(), true);
+    let error = call(&stt, "stt.transcribe", json!({"maxDurationMs": 5000})).await.unwrap_err();
+    assert!(error.message.starts_with("Transcribe failed: cannot record from the microphone"), "{}", error.message);
+    assert_eq!(error.code, Some(UNAVAILABLE));
 }
