@@ -35,7 +35,9 @@ use std::time::Duration;
 
 #[cfg(feature = "whisper")]
 use clawmcp_mcp::CallContext;
-use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+#[cfg(feature = "whisper")]
+use clawmcp_mcp::tool::codes::INVALID_REQUEST;
+use clawmcp_mcp::tool::codes::UNAVAILABLE;
 use clawmcp_mcp::{ToolAnnotations, ToolFailure, ToolOutput};
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -355,10 +357,6 @@ fn status_answer(config: &Config, settings: &Settings) -> Value {
     answer
 }
 
-fn invalid(message: impl Into<String>) -> ToolFailure {
-    ToolFailure::new(message).with_code(INVALID_REQUEST)
-}
-
 /// A validated `language`: the tag as the answer reports it, and what Whisper is told (a
 /// primary subtag, or `None` to detect it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,7 +371,7 @@ fn language(args: &Map<String, Value>, model: &ModelSpec) -> Result<Language, To
         None | Some(Value::Null) => DEFAULT_LANGUAGE.to_owned(),
         Some(Value::String(text)) if text.trim().is_empty() => DEFAULT_LANGUAGE.to_owned(),
         Some(Value::String(text)) => text.trim().to_owned(),
-        Some(_) => return Err(invalid("Invalid language tag")),
+        Some(_) => return Err(ToolFailure::invalid_request("Invalid language tag")),
     };
     if tag.eq_ignore_ascii_case("auto") {
         // An English-only model has nothing to detect: it hears English.
@@ -381,7 +379,7 @@ fn language(args: &Map<String, Value>, model: &ModelSpec) -> Result<Language, To
         return Ok(Language { tag: only.clone().unwrap_or_else(|| "auto".to_owned()), whisper: only });
     }
     if !LANGUAGE_TAG.is_match(&tag) {
-        return Err(invalid("Invalid language tag"));
+        return Err(ToolFailure::invalid_request("Invalid language tag"));
     }
     let primary = match tag.split('-').next().unwrap_or_default().to_ascii_lowercase() {
         // Whisper knows languages by their two-letter codes; English is the one model's.
@@ -390,7 +388,7 @@ fn language(args: &Map<String, Value>, model: &ModelSpec) -> Result<Language, To
     };
     if !model.speaks(&primary) {
         let speaks = model.languages.unwrap_or_default().join(", ");
-        return Err(invalid(format!(
+        return Err(ToolFailure::invalid_request(format!(
             "Transcribe failed: the installed model {} transcribes only {speaks}; pass one of those, a tag of it \
              (en-US) or auto",
             model.name
@@ -418,17 +416,25 @@ impl TranscribeArgs {
         let limit = if path.is_some() { config.max_audio_ms } else { MAX_MICROPHONE_MS };
         let max_duration_ms = match args.get("maxDurationMs") {
             None | Some(Value::Null) if path.is_none() => {
-                return Err(invalid(format!(
+                return Err(ToolFailure::invalid_request(format!(
                     "Missing required maxDurationMs: without path, stt.transcribe records that many ms (1..{limit}) \
                      from the microphone"
                 )));
             }
             None | Some(Value::Null) => None,
             Some(value) => match value.as_i64() {
-                Some(ms) if ms <= 0 => return Err(invalid("maxDurationMs must be a positive number of milliseconds")),
-                Some(ms) if ms as u64 > limit => return Err(invalid(format!("maxDurationMs exceeds {limit} ms"))),
+                Some(ms) if ms <= 0 => {
+                    return Err(ToolFailure::invalid_request(
+                        "maxDurationMs must be a positive number of milliseconds",
+                    ));
+                }
+                Some(ms) if ms as u64 > limit => {
+                    return Err(ToolFailure::invalid_request(format!("maxDurationMs exceeds {limit} ms")));
+                }
                 Some(ms) => Some(ms as u64),
-                None => return Err(invalid("maxDurationMs must be a whole number of milliseconds")),
+                None => {
+                    return Err(ToolFailure::invalid_request("maxDurationMs must be a whole number of milliseconds"));
+                }
             },
         };
         Ok(TranscribeArgs { path, language, max_duration_ms })
@@ -505,8 +511,8 @@ async fn transcribe(
                 decode::DecodeError::Cancelled => {
                     ToolFailure::new(CANCELLED).with_code(clawmcp_mcp::tool::codes::CANCELLED)
                 }
-                decode::DecodeError::TooLong(message) => invalid(message),
-                decode::DecodeError::Failed(message) => invalid(message),
+                decode::DecodeError::TooLong(message) => ToolFailure::invalid_request(message),
+                decode::DecodeError::Failed(message) => ToolFailure::invalid_request(message),
             }
         })?;
     let duration_ms = audio.duration_ms();
