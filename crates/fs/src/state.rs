@@ -24,6 +24,7 @@ use std::fmt;
 use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::open::{FileKind, Symlinks, is_refused_symlink, not_regular_kind, open_regular, read_bounded};
 
@@ -167,21 +168,28 @@ fn check_state_file(path: &Path, file: &File, meta: &Metadata, exposed: Exposed)
     handle_exposed_mode(path, file, meta, exposed)
 }
 
-/// How often a file replaced while being opened is opened again (each retry is one `open` and
-/// one `fstat`; a reader preempted between the two on a loaded machine can see several saves).
-const REPLACED_RETRIES: usize = 32;
+/// How long a file replaced while being opened is opened again: time, not a count, because a
+/// reader preempted between `open` and `fstat` on a loaded machine can see dozens of saves in a
+/// row (32 quick retries were once not enough in CI). After the first few quick retries each
+/// waits a millisecond, so a writer that never stops costs this reader little.
+const REPLACED_WAIT: Duration = Duration::from_secs(2);
+const QUICK_RETRIES: usize = 8;
 
 /// Opens `path`; a descriptor whose file has no name left (0 links) was opened just before a
 /// writer renamed a new version over it (every state file is written that way) or removed it,
 /// so the name is opened again: a reader racing an atomic save sees the new file, never a
 /// refusal (a settings reload that failed that way would switch `system.run` off).
 fn open_current(path: &Path) -> io::Result<(File, Metadata)> {
+    let started = std::time::Instant::now();
     let mut attempt = 0;
     loop {
         let (file, meta) = open_regular(path, Symlinks::Refuse).map_err(|e| refusal_for_open(path, e))?;
         #[cfg(unix)]
-        if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 && attempt < REPLACED_RETRIES {
+        if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 && started.elapsed() < REPLACED_WAIT {
             attempt += 1;
+            if attempt > QUICK_RETRIES {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             continue;
         }
         return Ok((file, meta));
