@@ -238,8 +238,14 @@ pub struct Capture {
 
 impl Capture {
     /// Records `duration` of sound into `into` (a WAV file). The recording ends when the time
-    /// is up (parecord is stopped and closes the file); cancelling stops it with no result.
-    pub async fn record(&self, into: &Path, duration: Duration, cancel: &CancellationToken) -> Result<(), AudioError> {
+    /// is up (parecord is stopped and closes the file); cancelling stops it with no result. The
+    /// answer is the recording's header (how much was heard: a silent monitor sends nothing).
+    pub async fn record(
+        &self,
+        into: &Path,
+        duration: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<WavInfo, AudioError> {
         let parecord = MissingBackend::program("parecord", CLIENT_PACKAGE).map_err(AudioError::Missing)?;
         let mut argv = vec![parecord.to_string_lossy().into_owned(), "--file-format=wav".to_owned()];
         if let Some(source) = &self.source {
@@ -251,7 +257,7 @@ impl Capture {
             Ok(_) | Err(AudioError::Stalled(_)) => {}
             Err(e) => return Err(e),
         }
-        WavInfo::read(into).map(drop).map_err(|e| AudioError::Failed(format!("the recording is unreadable: {e}")))
+        WavInfo::read(into).map_err(|e| AudioError::Failed(format!("the recording is unreadable: {e}")))
     }
 }
 

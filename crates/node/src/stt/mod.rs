@@ -570,11 +570,10 @@ async fn record_microphone(
         .tempdir()
         .map_err(|e| failed(format!("cannot make a private temp directory: {e}")))?;
     let wav = dir.path().join("microphone.wav");
-    microphone.record(&wav, Duration::from_millis(ms), cancel).await.map_err(|error| match error {
+    let heard = microphone.record(&wav, Duration::from_millis(ms), cancel).await.map_err(|error| match error {
         AudioError::Cancelled => ToolFailure::new("Transcribe canceled").with_code(clawmcp_mcp::tool::codes::CANCELLED),
         other => failed(format!("cannot record from the microphone: {other}")),
     })?;
-    let heard = crate::audio::WavInfo::read(&wav).map_err(|e| failed(format!("the recording is unreadable: {e}")))?;
     if heard.duration().is_zero() {
         return Ok(None);
     }
