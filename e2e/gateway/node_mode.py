@@ -63,9 +63,17 @@ with the reason):
                    tools/call system.run [touch MARKER] with approved true and approvalDecision
                    allow-once is refused within 10 s naming the field, and MARKER is not created
 
+  doctor-up        `clawmcp doctor --json` pointed at the real gateway with its token: the
+                   gateway finding is ok and names the gateway's OpenClaw version, node mode says
+                   the running node is connected, pairing says approved
+  doctor-refused   the same with a wrong token: the real gateway refuses the handshake, and the
+                   gateway finding says so (warn, "refused") with the fix naming the token
+
   token-rotation   gateway.auth.token rewritten (hot reload, 4001): ours comes back with its
                    device token and is still approved and invocable
-  restart          the gateway stopped and started again: ours comes back on its own
+  restart          the gateway stopped and started again: ours comes back on its own; while it is
+                   down, `clawmcp doctor --json` says the gateway is unreachable (warn, with a
+                   fix to start it) and node mode is not ok
   sigterm          SIGTERM stops ours (exit 0 within 10 s), its MCP port closes, node.list shows it
                    disconnected, and `clawmcp node status --json` exits 3 with running false,
                    mcp.state off, gateway.state stopped
@@ -887,10 +895,57 @@ class Suite:
         expect(all(m == "0o600" for m in modes.values()), f"device token file modes {modes}")
         return "back in with the device token, still approved"
 
+    def doctor(self, token_file: Path) -> tuple[int, dict[str, dict[str, Any]]]:
+        """`clawmcp doctor --json` for our node's data dir and the gateway with `token_file`: its
+        exit code and its findings by `what` (the gateway ones are named with the URL)."""
+        done = subprocess.run([self.bin, "doctor", "--json", "--data-dir", str(self.data), "--port", str(self.port),
+                               "--gateway-url", self.gateway.url, "--gateway-token-file", str(token_file)],
+                              capture_output=True, text=True, timeout=60,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.artifacts / "ours-home")})
+        try:
+            document = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            raise Failed(f"doctor --json exited {done.returncode} without JSON: {(done.stderr or done.stdout)[-800:]}") from None
+        return done.returncode, {finding["what"]: finding for finding in document["findings"]}
+
+    @staticmethod
+    def finding(findings: dict[str, dict[str, Any]], prefix: str) -> dict[str, Any]:
+        found = [finding for what, finding in findings.items() if what.startswith(prefix)]
+        expect(len(found) == 1, f"one finding starting {prefix!r}, got {json.dumps(list(findings))[:800]}")
+        return found[0]
+
+    def doctor_up(self) -> str:
+        code, findings = self.doctor(self.gateway.token_file)
+        gateway = self.finding(findings, "gateway for serve/tools at ")
+        expect(gateway["level"] == "ok" and "OpenClaw 20" in gateway["why"], f"gateway finding: {json.dumps(gateway)}")
+        node_mode = self.finding(findings, f"gateway node mode: {self.gateway.url}")
+        expect(node_mode["level"] == "ok" and "is connected" in node_mode["why"], f"node mode finding: {json.dumps(node_mode)}")
+        pairing = self.finding(findings, "device pairing:")
+        expect(pairing["what"] == "device pairing: approved", f"pairing finding: {json.dumps(pairing)}")
+        failed = [what for what, finding in findings.items() if finding["level"] == "fail"]
+        expect(code == (1 if failed else 0), f"doctor exited {code} with failed findings {failed}")
+        return f"{gateway['why']}; {node_mode['why']}; exit {code}"
+
+    def doctor_refused(self) -> str:
+        wrong = self.artifacts / "wrong-gateway-token"
+        wrong.write_text(uuid.uuid4().hex + uuid.uuid4().hex + "\n")
+        wrong.chmod(0o600)
+        _, findings = self.doctor(wrong)
+        gateway = self.finding(findings, "gateway for serve/tools at ")
+        expect(gateway["level"] == "warn" and "refused" in gateway["why"], f"gateway finding: {json.dumps(gateway)}")
+        expect("token" in gateway.get("fix", ""), f"the fix names the token: {json.dumps(gateway)}")
+        return gateway["why"][:200]
+
     def restart(self) -> str:
         root = self.gateway.root
         subprocess.run(["bash", str(HERE / "stop.sh"), str(root)], check=True, timeout=60, capture_output=True)
         wait_for("ours to notice", lambda: self.gateway_status().get("state") == "connecting", 30)
+        _, findings = self.doctor(self.gateway.token_file)
+        gateway = self.finding(findings, "gateway for serve/tools at ")
+        expect(gateway["level"] == "warn" and "unreachable" in gateway["why"] and "start the gateway" in gateway.get("fix", ""),
+               f"gateway finding while it is down: {json.dumps(gateway)}")
+        node_mode = self.finding(findings, f"gateway node mode: {self.gateway.url}")
+        expect(node_mode["level"] != "ok", f"node mode finding while the gateway is down: {json.dumps(node_mode)}")
         with_node = ["--with-node"] if self.external_real else []
         done = subprocess.run(["bash", str(HERE / "start.sh"), "--root", str(root), "--restart", *with_node], capture_output=True,
                               text=True, timeout=240)
@@ -901,7 +956,7 @@ class Suite:
         wait_for("ours connected again", lambda: self.gateway_status().get("state") == "connected", 120)
         answer = wait_for("an invoke after the restart", lambda: self.invoke(self.ours_id, "system.which", {"bins": ["sh"]}))
         expect("sh" in answer["payload"]["bins"], f"{answer}")
-        return "reconnected on its own"
+        return f"reconnected on its own; doctor while it was down: {gateway['why'][:120]} / {node_mode['why'][:120]}"
 
     def sigterm(self) -> str:
         assert self.ours is not None
@@ -949,6 +1004,8 @@ class Suite:
             self.check("ask-fallback", self.ask_fallback, ("approve", "approve-real"))
             self.check("approvals-remote-set", self.approvals_remote_set, ("approve", "approve-real"))
             self.check("mcp-self-approve", self.mcp_self_approve, ("pending",))
+            self.check("doctor-up", self.doctor_up, ("approve",))
+            self.check("doctor-refused", self.doctor_refused, ("pending",))
             self.check("token-rotation", self.token_rotation, ("approve",))
             self.check("restart", self.restart, ("approve",))
             self.check("sigterm", self.sigterm, ("pending",))

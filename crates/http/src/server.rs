@@ -537,11 +537,11 @@ fn stream_answer<S: McpService + ?Sized>(
     let timed_out = jsonrpc::success_frame(&id, &ToolResult::error(TIMED_OUT));
     let fallback = jsonrpc::error_frame(Some(&id), &RpcError::internal());
     let ctx = RequestContext {
-        transport_cancel,
         sink: Some(Arc::new(sink)),
         protocol_version,
         auth_generation,
         result_allowance,
+        ..RequestContext::new(transport_cancel)
     };
     let abandon_after = shared.limits.abandon_after_cancel;
     let dispatch = dispatch_bounded(shared.mcp.clone(), message, ctx, deadline, abandon_after, slots);

@@ -40,12 +40,12 @@ pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use params::ParamsError;
 pub use server::{
     CANCELLED, FILE_CHANNEL_EXTENSION, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext,
-    ServerInfo, TIMED_OUT, VersionRule, WireStyle,
+    ServerInfo, TIMED_OUT, TransportEnd, VersionRule, WireStyle,
 };
 pub use tool::{Handler, NodeEvent, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet, Unserved};
 pub use tool_filter::{ToolFilter, ToolFilterError};
 pub use types::{
-    CallContext, Content, EmbeddedResource, FrameSink, Progress, Rendered, RequestFacts, ResultFrame, Schema, Tool,
-    ToolAnnotations, ToolResult, permissive_schema,
+    CallContext, Content, EmbeddedResource, FrameSink, Icon, Progress, Rendered, RequestFacts, ResultFrame, Schema,
+    Tool, ToolAnnotations, ToolResult, permissive_schema,
 };
 pub use version::ProtocolVersion;

@@ -33,7 +33,7 @@ use crate::cancel::{CancelOutcome, CancellationRegistry, DuplicatePolicy, Regist
 use crate::jsonrpc::{self, ErrorCode, Incoming, RequestId, RpcError, id_key_of_raw};
 use crate::modern;
 use crate::params::{self, ParamsError};
-use crate::types::{CallContext, FrameSink, Progress, Rendered, RequestFacts, ResultFrame, Tool, ToolResult};
+use crate::types::{CallContext, FrameSink, Icon, Progress, Rendered, RequestFacts, ResultFrame, Tool, ToolResult};
 use crate::version::ProtocolVersion;
 
 /// The protocol version the upstream Windows tray answers whatever the client asks;
@@ -43,8 +43,27 @@ pub const PROTOCOL_VERSION: &str = "2024-11-05";
 /// The text of a tool error for a call the client cancelled.
 pub const CANCELLED: &str = "cancelled";
 
-/// The text of a tool error for a call the transport gave up on (deadline or shutdown).
+/// The text of a tool error for a call the transport gave up on (its deadline), unless the
+/// transport said why it ended otherwise ([`TransportEnd`]).
 pub const TIMED_OUT: &str = "request timed out";
+
+/// Why a transport gave up on the requests it carries, in the words their answers use: set once
+/// by the transport before it fires `transport_cancel`; unset it means the request's deadline
+/// ([`TIMED_OUT`]). Shared by every request of a session, so one `set` covers them all.
+#[derive(Debug, Clone, Default)]
+pub struct TransportEnd(Arc<std::sync::OnceLock<&'static str>>);
+
+impl TransportEnd {
+    /// Records why; the first reason given wins.
+    pub fn set(&self, reason: &'static str) {
+        let _ = self.0.set(reason);
+    }
+
+    /// The text a call cut short by the transport answers.
+    pub fn reason(&self) -> &'static str {
+        self.0.get().copied().unwrap_or(TIMED_OUT)
+    }
+}
 
 /// How long a cancelled tool may take to clean up (kill and reap a process tree) before its
 /// future is dropped anyway. The response waits for this so that "cancelled" means "stopped".
@@ -239,6 +258,8 @@ pub struct ServerInfo {
 pub struct RequestContext {
     /// Fires when the transport gives up: request deadline, connection gone, shutdown.
     pub transport_cancel: CancellationToken,
+    /// Why it gave up, for the answer of a call it cut short.
+    pub transport_end: TransportEnd,
     /// Where progress notifications go, if this transport can carry them for this request.
     pub sink: Option<Arc<dyn FrameSink>>,
     /// The revision this request says it speaks (HTTP's `MCP-Protocol-Version` header, read
@@ -257,6 +278,7 @@ impl RequestContext {
     pub fn new(transport_cancel: CancellationToken) -> Self {
         RequestContext {
             transport_cancel,
+            transport_end: TransportEnd::default(),
             sink: None,
             protocol_version: None,
             auth_generation: None,
@@ -278,6 +300,8 @@ pub enum MessageClass {
 /// The dispatcher. Cheap to share behind an `Arc`.
 pub struct McpServer<S: McpService + ?Sized> {
     info: ServerInfo,
+    /// `serverInfo.icons`, for clients of 2025-11-25 and later (empty: none sent).
+    icons: Vec<Icon>,
     wire: WireStyle,
     registry: CancellationRegistry,
     service: Arc<S>,
@@ -291,11 +315,19 @@ impl<S: McpService + ?Sized> McpServer<S> {
     pub fn new(info: ServerInfo, service: Arc<S>, duplicates: DuplicatePolicy) -> Self {
         McpServer {
             info,
+            icons: Vec::new(),
             wire: WireStyle::NEGOTIATING,
             registry: CancellationRegistry::new(duplicates),
             service,
             session: None,
         }
+    }
+
+    /// Sends `icons` as `serverInfo.icons` to clients of MCP 2025-11-25 and later (`initialize`,
+    /// `server/discover`); older clients see the `serverInfo` they always did.
+    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
+        self.icons = icons;
+        self
     }
 
     /// Answers with another program's wire conventions.
@@ -451,11 +483,22 @@ impl<S: McpService + ?Sized> McpServer<S> {
         if let Some(instructions) = self.service.instructions() {
             result.insert("instructions".into(), instructions.into());
         }
-        modern::decorate(&raw(&result)?, &self.server_info(), modern::CACHE_HINTS)
+        modern::decorate(&raw(&result)?, &self.server_info_at(ProtocolVersion::NEWEST), modern::CACHE_HINTS)
     }
 
+    /// `serverInfo` as every stateless result's `_meta` carries it: name and version only (the
+    /// icons go once, in `server/discover`).
     fn server_info(&self) -> Value {
         json!({"name": self.info.name, "version": self.info.version})
+    }
+
+    /// `serverInfo` as `initialize` and `server/discover` answer a client of `version`.
+    fn server_info_at(&self, version: ProtocolVersion) -> Value {
+        let mut info = self.server_info();
+        if version.at_least(ProtocolVersion::V2025_11_25) && !self.icons.is_empty() {
+            info["icons"] = json!(self.icons);
+        }
+        info
     }
 
     fn method_not_found(&self, method: &str) -> RpcError {
@@ -547,7 +590,8 @@ impl<S: McpService + ?Sized> McpServer<S> {
         let mut result = Map::new();
         result.insert("protocolVersion".into(), answered.into());
         result.insert("capabilities".into(), self.service.capabilities());
-        result.insert("serverInfo".into(), json!({"name": self.info.name, "version": self.info.version}));
+        let version = ProtocolVersion::parse(answered).unwrap_or(ProtocolVersion::V2024_11_05);
+        result.insert("serverInfo".into(), self.server_info_at(version));
         if let Some(instructions) = self.service.instructions() {
             result.insert("instructions".into(), instructions.into());
         }
@@ -650,7 +694,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
                 drop(call);
                 let by_caller = caller_cancel.is_cancelled();
                 drop(registration);
-                return Ok(ToolResult::error(if by_caller { CANCELLED } else { TIMED_OUT }));
+                return Ok(ToolResult::error(if by_caller { CANCELLED } else { ctx.transport_end.reason() }));
             }
         };
         let result = match outcome {
@@ -668,7 +712,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
         // A tool that noticed the transport deadline reports "cancelled"; the caller did not
         // cancel, so say what actually happened.
         if result.is_error && result.first_text() == Some(CANCELLED) && ctx.transport_cancel.is_cancelled() {
-            return Ok(ToolResult::error(TIMED_OUT));
+            return Ok(ToolResult::error(ctx.transport_end.reason()));
         }
         Ok(result)
     }

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, ErrorCode, Incoming, RpcError};
-use crate::server::{CANCEL_GRACE, McpServer, McpService, MessageClass, RequestContext};
+use crate::server::{CANCEL_GRACE, McpServer, McpService, MessageClass, RequestContext, TransportEnd};
 use crate::types::{FrameSink, ToolResult};
 
 /// Longest accepted input line. Generous for large tool arguments (file writes), bounded so a
@@ -103,6 +103,14 @@ pub fn outbound_channel() -> (Outbound, mpsc::Receiver<String>) {
     (Outbound { tx }, rx)
 }
 
+/// What a call still running answers when the client closes stdin: the call stopped because the
+/// session ended, not because a deadline passed.
+pub const INPUT_CLOSED: &str =
+    "cancelled: the client closed the server's input (stdin) before this call finished, so it was stopped";
+
+/// What a call still running answers when the server stops the session (shutdown).
+pub const SESSION_ENDED: &str = "cancelled: the server is shutting down, so this call was stopped before it finished";
+
 /// How a session ended.
 #[derive(Debug)]
 pub enum SessionEnd {
@@ -133,6 +141,7 @@ where
     let writer_failed = CancellationToken::new();
     let writer = tokio::spawn(write_frames(output, outbound_rx, writer_failed.clone()));
     let calls_cancel = CancellationToken::new();
+    let calls_end = TransportEnd::default();
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut calls = JoinSet::new();
     let mut lines = BoundedLines::new(input, MAX_LINE_BYTES);
@@ -174,6 +183,7 @@ where
         };
         let ctx = RequestContext {
             transport_cancel: calls_cancel.child_token(),
+            transport_end: calls_end.clone(),
             sink: Some(sink.clone()),
             protocol_version: None,
             auth_generation: None,
@@ -209,7 +219,12 @@ where
         }
     };
 
-    // Stop every call still running and let each answer (or be dropped) within the grace.
+    // Stop every call still running and let each answer (or be dropped) within the grace, saying
+    // why: no deadline passed, the session ended.
+    calls_end.set(match &end {
+        SessionEnd::InputClosed | SessionEnd::InputFailed(_) => INPUT_CLOSED,
+        SessionEnd::Shutdown | SessionEnd::OutputFailed(_) => SESSION_ENDED,
+    });
     calls_cancel.cancel();
     let drain = async { while calls.join_next().await.is_some() {} };
     if tokio::time::timeout(CANCEL_GRACE + Duration::from_secs(1), drain).await.is_err() {

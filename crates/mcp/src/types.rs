@@ -256,6 +256,32 @@ fn base64_decoded_len(data: &str) -> usize {
     (data.len() / 4 * 3).saturating_sub(padding)
 }
 
+/// An image a client may show for a server (MCP 2025-11-25 `Icon`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// A `data:` URI: a loopback or stdio server has no URL a client could fetch, and a client
+    /// must not need the network to show it.
+    pub src: String,
+    pub mime_type: &'static str,
+    /// `["any"]` for a scalable image.
+    pub sizes: Vec<&'static str>,
+}
+
+impl Icon {
+    /// clawmcp's own icon (three claw marks), which `clawmcp node` and `clawmcp tools` send.
+    pub fn clawmcp() -> Icon {
+        Icon::svg(include_str!("../assets/clawmcp.svg"))
+    }
+
+    /// An SVG document as an icon of any size.
+    pub fn svg(document: &str) -> Icon {
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(document);
+        Icon { src: format!("data:image/svg+xml;base64,{data}"), mime_type: "image/svg+xml", sizes: vec!["any"] }
+    }
+}
+
 /// The result of `tools/call`. Tool failures are results with `is_error`, never JSON-RPC errors.
 /// The derived `Serialize` writes every field as it is (the shape `openclaw mcp serve`'s SDK
 /// writes whatever the revision); [`ResultFrame`] writes it for one revision.

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
 use clawmcp_mcp::server::PROGRESS_INTERVAL;
 use clawmcp_mcp::{
     CallContext, DuplicatePolicy, FrameSink, McpServer, McpService, RequestContext, RpcError, ServerInfo, Tool,
@@ -181,6 +182,46 @@ async fn initialize_reports_protocol_capabilities_and_server_info() {
             "capabilities": {"tools": {"listChanged": false}},
             "serverInfo": {"name": "test-server", "version": "9.9.9"}
         })
+    );
+}
+
+#[tokio::test]
+async fn server_icons_go_only_to_clients_of_2025_11_25_and_later() {
+    let icon = clawmcp_mcp::Icon::clawmcp();
+    let server = Arc::new(
+        McpServer::new(
+            ServerInfo { name: "test-server".into(), version: "9.9.9".into() },
+            Fake::with_tools(&[]),
+            DuplicatePolicy::Allow,
+        )
+        .with_icons(vec![icon.clone()]),
+    );
+    let initialize =
+        |version: &str| json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion": version}});
+    let newest = call(&server, initialize("2025-11-25")).await;
+    assert_eq!(
+        newest["result"]["serverInfo"],
+        json!({"name": "test-server", "version": "9.9.9",
+            "icons": [{"src": icon.src, "mimeType": "image/svg+xml", "sizes": ["any"]}]})
+    );
+    let src = newest["result"]["serverInfo"]["icons"][0]["src"].as_str().unwrap();
+    let svg = base64::engine::general_purpose::STANDARD
+        .decode(src.strip_prefix("data:image/svg+xml;base64,").expect("an embedded SVG"))
+        .unwrap();
+    assert!(String::from_utf8(svg).unwrap().starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    for older in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let answer = call(&server, initialize(older)).await;
+        assert_eq!(answer["result"]["serverInfo"], json!({"name": "test-server", "version": "9.9.9"}), "{older}");
+    }
+    let discover = json!({"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta": modern_meta()}});
+    let discovered = call(&server, discover).await;
+    assert_eq!(discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["icons"][0]["src"], json!(icon.src));
+    let listed = json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": modern_meta()}});
+    let listed = call(&server, listed).await;
+    assert_eq!(
+        listed["result"]["_meta"]["io.modelcontextprotocol/serverInfo"],
+        json!({"name": "test-server", "version": "9.9.9"}),
+        "the icon goes once, in discover, not in every stateless result"
     );
 }
 

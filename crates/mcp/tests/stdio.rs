@@ -42,6 +42,7 @@ struct Session {
     input: Option<DuplexStream>,
     output: tokio::io::Lines<BufReader<DuplexStream>>,
     done: tokio::task::JoinHandle<SessionEnd>,
+    shutdown: CancellationToken,
 }
 
 fn start() -> Session {
@@ -53,8 +54,9 @@ fn start() -> Session {
     let (client_in, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
     let (outbound, rx) = stdio::outbound_channel();
-    let done = tokio::spawn(stdio::serve(server, server_in, server_out, outbound, rx, CancellationToken::new()));
-    Session { input: Some(client_in), output: BufReader::new(client_out).lines(), done }
+    let shutdown = CancellationToken::new();
+    let done = tokio::spawn(stdio::serve(server, server_in, server_out, outbound, rx, shutdown.clone()));
+    Session { input: Some(client_in), output: BufReader::new(client_out).lines(), done, shutdown }
 }
 
 impl Session {
@@ -139,9 +141,26 @@ async fn eof_cancels_running_tools_and_still_answers_them() {
     let last = s.recv().await;
     assert_eq!(
         (last["id"].clone(), last["result"]["content"][0]["text"].clone()),
-        (json!(1), json!("request timed out"))
+        (json!(1), json!(stdio::INPUT_CLOSED)),
+        "the client learns the call was stopped because its input closed, not that a deadline passed"
     );
     assert!(matches!(s.done.await.unwrap(), SessionEnd::InputClosed));
+}
+
+#[tokio::test]
+async fn a_shutdown_stops_running_tools_and_answers_them_saying_so() {
+    let mut s = start();
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}}"#).await;
+    s.send(r#"{"jsonrpc":"2.0","id":"sync","method":"ping"}"#).await;
+    assert_eq!(s.recv().await["id"], "sync");
+    s.shutdown.cancel();
+    let last = s.recv().await;
+    assert_eq!(
+        (last["id"].clone(), last["result"]["content"][0]["text"].clone()),
+        (json!(1), json!(stdio::SESSION_ENDED))
+    );
+    assert_eq!(last["result"]["isError"], true);
+    assert!(matches!(s.done.await.unwrap(), SessionEnd::Shutdown));
 }
 
 /// Starts `MAX_IN_FLIGHT` calls of `wait` (ids 0..) and returns once every one holds its slot:
@@ -191,7 +210,7 @@ async fn with_every_slot_busy_the_reader_still_answers_control_refuses_calls_at_
     let mut answered = std::collections::BTreeSet::new();
     for _ in 0..stdio::MAX_IN_FLIGHT {
         let last = s.recv().await;
-        assert_eq!(last["result"]["content"][0]["text"], "request timed out", "{last}");
+        assert_eq!(last["result"]["content"][0]["text"], stdio::INPUT_CLOSED, "{last}");
         answered.insert(last["id"].as_u64().unwrap());
     }
     assert_eq!(answered, (0..stdio::MAX_IN_FLIGHT as u64).collect(), "every blocked call was answered");
@@ -200,7 +219,7 @@ async fn with_every_slot_busy_the_reader_still_answers_control_refuses_calls_at_
 
 #[tokio::test]
 async fn an_overlong_line_is_refused_without_ending_the_session() {
-    let Session { input, mut output, done: _ } = start();
+    let Session { input, mut output, .. } = start();
     let mut input = input.unwrap();
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 fn arguments_for(name: &str) -> Option<Value> {
     Some(match name {
         "device.info" => json!({}),
+        "device.status" => json!({}),
+        // Output on both streams and a non-zero exit: still a successful call.
+        "system.run" => json!({"command": ["sh", "-c", "echo out; echo err >&2; exit 3"]}),
         // stt.transcribe is listed only with its model in the data dir (a temp dir here): its
         // real answers are checked against its schema in crates/node/src/stt/tests.rs.
         "stt.status" => json!({}),
@@ -25,6 +28,9 @@ fn arguments_for(name: &str) -> Option<Value> {
 }
 
 fn service(dir: &tempfile::TempDir) -> NodeMcpService {
+    // A policy that runs system.run without a prompt (this test is about the answer's shape).
+    let policy = r#"{"version": 1, "defaults": {"security": "full", "ask": "off"}}"#;
+    std::fs::write(dir.path().join("exec-approvals.json"), policy).unwrap();
     let settings = LiveSettings::open(dir.path().join("settings.json")).expect("default settings");
     let approvals = ExecApprovals::open(dir.path().join("exec-approvals.json"));
     NodeMcpService::new(Arc::new(Registry::builtin(Arc::new(settings), Arc::new(approvals))))
@@ -36,7 +42,9 @@ async fn structured_results_match_their_published_schemas() {
     let service = service(&dir);
     let typed: Vec<_> = service.list_tools().into_iter().filter(|tool| tool.output_schema.is_some()).collect();
     let names: Vec<&str> = typed.iter().map(|tool| tool.name.as_str()).collect();
-    assert!(names.contains(&"device.info") && names.contains(&"system.which"), "{names:?}");
+    for expected in ["device.info", "device.status", "system.which", "system.run"] {
+        assert!(names.contains(&expected), "{expected} publishes an outputSchema: {names:?}");
+    }
     for tool in &typed {
         let arguments = arguments_for(&tool.name)
             .unwrap_or_else(|| panic!("{} publishes an output schema: add its arguments to arguments_for", tool.name));
@@ -77,4 +85,16 @@ async fn the_schemas_are_strict_enough_to_catch_a_wrong_shape() {
     assert!(!info.is_valid(&answer), "a field missing");
     answer["locale"] = json!(7);
     assert!(!info.is_valid(&answer), "a field of the wrong type");
+    let run = schema_of("system.run");
+    let mut answer =
+        json!({"stdout": "", "stderr": "", "exitCode": 3, "timedOut": false, "success": false, "durationMs": 4});
+    assert!(run.is_valid(&answer));
+    answer["stdoutTruncated"] = json!(false);
+    assert!(!run.is_valid(&answer), "a truncation mark is only ever true");
+    answer.as_object_mut().unwrap().remove("stdoutTruncated");
+    answer["exitCode"] = json!(null);
+    assert!(!run.is_valid(&answer), "every run has an exit code");
+    answer["exitCode"] = json!(0);
+    answer["pid"] = json!(7);
+    assert!(!run.is_valid(&answer), "no field beyond the published ones");
 }

@@ -5,6 +5,7 @@ mod system_support;
 
 use std::time::Duration;
 
+use clawmcp_mcp::ProtocolVersion;
 use clawmcp_node::Capability;
 use clawmcp_node::system::{MAX_CAPTURED_BYTES, MAX_RESULT_WIRE_BYTES};
 use serde_json::json;
@@ -111,6 +112,18 @@ async fn escaped_output_stays_under_the_wire_bound_and_is_marked() {
     }
     let note = payload["note"].as_str().unwrap();
     assert!(note.contains("escape") && note.contains(&MAX_CAPTURED_BYTES.to_string()), "{note}");
+
+    // A client of 2025-06-18 or later also gets the payload as structuredContent: the same
+    // streams, encoded once more. Each rendering keeps to the bound, the frame to twice it (under
+    // the core's 8 MiB result backstop, so it is sent, not replaced by an error).
+    let frame = node.raw_request_at(&body, Some(ProtocolVersion::V2025_06_18)).await;
+    assert!(frame.len() <= 2 * MAX_RESULT_WIRE_BYTES, "a {} byte frame", frame.len());
+    assert!(frame.len() <= clawmcp_mcp::server::MAX_TOOL_RESULT_BYTES);
+    let result = serde_json::from_str::<serde_json::Value>(&frame).unwrap()["result"].clone();
+    let structured = &result["structuredContent"];
+    assert_eq!(structured, &payload_of(&result), "structuredContent is the text block's JSON");
+    assert!(serde_json::to_string(structured).unwrap().len() <= MAX_RESULT_WIRE_BYTES);
+    assert_eq!(structured["stdoutTruncated"], true);
 
     // Plain text at the capture bound is not cut again.
     let plain = format!("head -c {MAX_CAPTURED_BYTES} /dev/zero | tr '\\0' x");

@@ -11,6 +11,11 @@
 //! before `offset` are skipped by counting newlines, at most one line-cap of each line is kept,
 //! and after the slice the remaining lines are only counted, up to a scan budget. A file of
 //! any size therefore costs at most the output cap in memory.
+//!
+//! Clients of MCP 2025-06-18 and later also get what was read as `structuredContent` (the
+//! published `outputSchema`): `kind` "text" with the absolute path, the lines shown, the file's
+//! line count (exact or a lower bound), the next offset, cut lines and lossy decoding; or `kind`
+//! "image" with its MIME type and size. The text block stays what every client reads.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
@@ -76,7 +81,7 @@ pub(crate) fn descriptor() -> Tool {
     let path = json!({"type": "string", "description": "Path to the file to read (relative or absolute)"});
     Tool {
         title: None,
-        output_schema: None,
+        output_schema: Some(output_schema()),
         name: NAME.into(),
         description: format!(
             "Read a file. Text is returned with line numbers (`cat -n` style: number, tab, line) and is \
@@ -102,6 +107,77 @@ pub(crate) fn descriptor() -> Tool {
         .into(),
         annotations: Some(ToolAnnotations::READ_ONLY),
     }
+}
+
+/// The JSON Schema of `read`'s `structuredContent` (see the module docs).
+fn output_schema() -> clawmcp_mcp::Schema {
+    let count = json!({"type": "integer", "minimum": 0});
+    json!({
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "kind": {"const": "text"},
+                    "path": {"type": "string"},
+                    "startLine": {"type": "integer", "minimum": 1},
+                    "endLine": count,
+                    "totalLines": count,
+                    "totalLinesExact": {"type": "boolean"},
+                    "nextOffset": {"type": ["integer", "null"], "minimum": 2},
+                    "cutLines": count,
+                    "lossyUtf8": {"type": "boolean"}
+                },
+                "required": ["kind", "path", "startLine", "endLine", "totalLines", "totalLinesExact", "nextOffset",
+                    "cutLines", "lossyUtf8"],
+                "additionalProperties": false
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "kind": {"const": "image"},
+                    "path": {"type": "string"},
+                    "mimeType": {"enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
+                    "sizeBytes": count
+                },
+                "required": ["kind", "path", "mimeType", "sizeBytes"],
+                "additionalProperties": false
+            }
+        ]
+    })
+    .into()
+}
+
+/// What a text read showed, for `structuredContent`.
+struct TextSlice<'a> {
+    target: &'a TargetPath,
+    start: u64,
+    /// The last line shown; `start - 1` when none was (an empty file).
+    end: u64,
+    total: LineTotal,
+    next_offset: Option<u64>,
+    cut_lines: u64,
+    lossy: bool,
+}
+
+impl TextSlice<'_> {
+    fn metadata(&self) -> Value {
+        json!({
+            "kind": "text",
+            "path": self.target.abs.display().to_string(),
+            "startLine": self.start,
+            "endLine": self.end,
+            "totalLines": self.total.lines,
+            "totalLinesExact": self.total.exact,
+            "nextOffset": self.next_offset,
+            "cutLines": self.cut_lines,
+            "lossyUtf8": self.lossy,
+        })
+    }
+}
+
+/// A successful read: the text everyone reads and the metadata newer clients also get.
+fn answered(text: String, metadata: Value) -> ToolResult {
+    ToolResult { structured_content: Some(metadata), ..ToolResult::text(text) }
 }
 
 struct ReadRequest {
@@ -220,7 +296,12 @@ fn read_image(
             Content::Text { text: format!("Read image file [{mime}]") },
             Content::Image { data, mime_type: mime.to_string() },
         ],
-        structured_content: None,
+        structured_content: Some(json!({
+            "kind": "image",
+            "path": target.abs.display().to_string(),
+            "mimeType": mime,
+            "sizeBytes": bytes.len(),
+        })),
         is_error: false,
     })
 }
@@ -295,7 +376,16 @@ fn read_text<R: BufRead>(
 
     if shown == 0 {
         if start == 1 {
-            return Ok(ToolResult::text(format!("[{} is empty.]", request.target.given)));
+            let empty = TextSlice {
+                target: &request.target,
+                start,
+                end: 0,
+                total: LineTotal { lines: 0, exact: true },
+                next_offset: None,
+                cut_lines: 0,
+                lossy: false,
+            };
+            return Ok(answered(format!("[{} is empty.]", request.target.given), empty.metadata()));
         }
         return Err(Failure::Message(format!("Offset {start} is beyond end of file ({number} lines total)")));
     }
@@ -320,7 +410,8 @@ fn read_text<R: BufRead>(
             limits.max_line_bytes
         ));
     }
-    if total.lines > last_shown || !total.exact {
+    let more = total.lines > last_shown || !total.exact;
+    if more {
         let next = last_shown + 1;
         let hint = match stop {
             Stop::UserLimit => match total.exact {
@@ -342,7 +433,16 @@ fn read_text<R: BufRead>(
         out.push_str("\n\n");
         out.push_str(&hint);
     }
-    Ok(ToolResult::text(out))
+    let slice = TextSlice {
+        target: &request.target,
+        start,
+        end: last_shown,
+        total,
+        next_offset: more.then_some(last_shown + 1),
+        cut_lines,
+        lossy,
+    };
+    Ok(answered(out, slice.metadata()))
 }
 
 /// The file's line count as far as we counted it.
@@ -462,7 +562,7 @@ impl<R: BufRead> LineReader<R> {
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use super::*;
 
@@ -486,8 +586,72 @@ mod tests {
             let mut map = args.as_object().cloned().unwrap_or_default();
             map.insert("path".into(), json!(name));
             let request = parse(&self.workspace, &map).unwrap();
-            read_file(&request, limits, &CancellationToken::new())
+            let result = read_file(&request, limits, &CancellationToken::new());
+            if !result.is_error {
+                assert_fits_published_schema(&result);
+            }
+            result
         }
+    }
+
+    /// A successful read carries `structuredContent` that its published `outputSchema` accepts.
+    fn assert_fits_published_schema(result: &ToolResult) {
+        let schema = output_schema().to_value();
+        let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+        let metadata = result.structured_content.as_ref().expect("a successful read has structuredContent");
+        let errors: Vec<String> = validator.iter_errors(metadata).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{metadata} does not fit read's outputSchema: {errors:?}");
+    }
+
+    fn metadata(result: &ToolResult) -> Value {
+        let mut metadata = result.structured_content.clone().expect("structuredContent");
+        let path = metadata.as_object_mut().unwrap().remove("path").unwrap();
+        assert!(Path::new(path.as_str().unwrap()).is_absolute(), "{path}");
+        metadata
+    }
+
+    #[test]
+    fn structured_metadata_says_which_lines_were_shown_and_where_to_continue() {
+        let f = fixture();
+        let slice = f.read("a", &lines(10), json!({"offset": 3, "limit": 2}), &SMALL);
+        assert_eq!(
+            metadata(&slice),
+            json!({"kind": "text", "startLine": 3, "endLine": 4, "totalLines": 10, "totalLinesExact": true,
+                "nextOffset": 5, "cutLines": 0, "lossyUtf8": false})
+        );
+        let whole = f.read("b", b"caf\xe9\nok\n", json!({}), &SMALL);
+        assert_eq!(
+            metadata(&whole),
+            json!({"kind": "text", "startLine": 1, "endLine": 2, "totalLines": 2, "totalLinesExact": true,
+                "nextOffset": null, "cutLines": 0, "lossyUtf8": true})
+        );
+        let long = f.read("c", format!("{}\nnext\n", "y".repeat(21)).as_bytes(), json!({}), &SMALL);
+        assert_eq!(metadata(&long)["cutLines"], 1);
+        let budget = ReadLimits { count_budget: 64, ..SMALL };
+        let counted = f.read("d", &lines(100), json!({}), &budget);
+        let counted = metadata(&counted);
+        assert_eq!((&counted["totalLinesExact"], &counted["nextOffset"]), (&json!(false), &json!(6)));
+        let empty = f.read("e", b"", json!({}), &SMALL);
+        assert_eq!(
+            metadata(&empty),
+            json!({"kind": "text", "startLine": 1, "endLine": 0, "totalLines": 0, "totalLinesExact": true,
+                "nextOffset": null, "cutLines": 0, "lossyUtf8": false})
+        );
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.resize(64, 7);
+        let image = f.read("pic.dat", &png, json!({}), &SMALL);
+        assert_eq!(metadata(&image), json!({"kind": "image", "mimeType": "image/png", "sizeBytes": 64}));
+    }
+
+    #[test]
+    fn the_metadata_schema_rejects_a_wrong_shape() {
+        let validator = jsonschema::validator_for(&output_schema().to_value()).unwrap();
+        let mut text = json!({"kind": "text", "path": "/a", "startLine": 1, "endLine": 1, "totalLines": 1,
+            "totalLinesExact": true, "nextOffset": null, "cutLines": 0, "lossyUtf8": false});
+        assert!(validator.is_valid(&text));
+        text["kind"] = json!("image");
+        assert!(!validator.is_valid(&text), "an image has no line fields");
+        assert!(!validator.is_valid(&json!({"kind": "image", "path": "/a", "mimeType": "image/bmp", "sizeBytes": 1})));
     }
 
     fn lines(n: usize) -> Vec<u8> {

@@ -114,7 +114,11 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         if let Some(version) = args.pin_protocol_version {
             wire.versions = VersionRule::Pinned(version);
         }
-        let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow).with_wire(wire));
+        let mcp = Arc::new(
+            McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow)
+                .with_wire(wire)
+                .with_icons(vec![clawmcp_mcp::Icon::clawmcp()]),
+        );
 
         let server = match mode.enable_mcp_server {
             true => {

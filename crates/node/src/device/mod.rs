@@ -91,7 +91,7 @@ impl DeviceCapability {
         static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
             name: "device.status",
             title: Some("Device status"),
-            output_schema: None,
+            output_schema: Some(status::output_schema()),
             description: Some(
                 "Current health of this machine. Returns collectedAt (ISO-8601 UTC) and the requested \
                  sections: os {version, architecture, machineName, uptimeSeconds, kernelVersion}, cpu \

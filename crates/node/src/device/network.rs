@@ -30,6 +30,7 @@ pub enum LinkKind {
 
 impl LinkKind {
     fn legacy_name(self) -> Option<&'static str> {
+        // Every name here is in LEGACY_KINDS (the published schema lists them).
         match self {
             LinkKind::Loopback => None,
             LinkKind::Wired => Some("wired"),
@@ -79,6 +80,9 @@ pub struct Interface {
     #[serde(skip)]
     pub routable: bool,
 }
+
+/// The link kinds the legacy `network.interfaces` can name.
+pub const LEGACY_KINDS: [&str; 4] = ["wired", "wifi", "cellular", "other"];
 
 /// Whether the kernel's operational state means the link passes packets.
 pub fn is_operational(state: InterfaceOperationalState) -> bool {

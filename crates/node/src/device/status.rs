@@ -36,6 +36,96 @@ fn collection_failed() -> Value {
     json!({"error": "collection failed"})
 }
 
+/// The JSON Schema of `device.status`'s answer (published as its `outputSchema`; the tests
+/// validate real answers, every failure path and a fake battery against it). Each section may be
+/// the failure object instead; `battery` carries its `error` beside the legacy fields.
+pub fn output_schema() -> clawmcp_mcp::Schema {
+    let failure = json!({
+        "type": "object",
+        "properties": {"error": {"const": "collection failed"}},
+        "required": ["error"],
+        "additionalProperties": false
+    });
+    let or_failed = |section: Value| json!({"anyOf": [section, failure]});
+    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false});
+    let all_required = |properties: Value| {
+        let required: Vec<String> =
+            properties.as_object().into_iter().flat_map(|fields| fields.keys().cloned()).collect();
+        let required: Vec<&str> = required.iter().map(String::as_str).collect();
+        object(properties.clone(), &required)
+    };
+    let count = json!({"type": "integer", "minimum": 0});
+    let percent = json!({"type": "number", "minimum": 0, "maximum": 100});
+    let os = all_required(json!({
+        "version": {"type": "string"},
+        "architecture": {"type": "string"},
+        "machineName": {"type": "string"},
+        "uptimeSeconds": count,
+        "kernelVersion": {"type": "string"}
+    }));
+    let cpu = all_required(json!({
+        "name": {"type": ["string", "null"]},
+        "logicalProcessors": {"type": "integer", "minimum": 1},
+        "usagePercent": percent
+    }));
+    let memory = all_required(json!({"totalBytes": count, "availableBytes": count, "usagePercent": percent}));
+    let drive = all_required(json!({
+        "name": {"type": "string"},
+        "label": {"type": "string"},
+        "totalBytes": count,
+        "freeBytes": count,
+        "usagePercent": percent,
+        "format": {"type": "string"}
+    }));
+    let disk = all_required(json!({"drives": {"type": "array", "items": drive}}));
+    let battery = object(
+        json!({
+            "level": {"type": ["integer", "null"], "minimum": 0, "maximum": 100},
+            "state": {"enum": ["charging", "discharging", "full", "unknown"]},
+            "lowPowerModeEnabled": {"type": "boolean"},
+            "present": {"type": "boolean"},
+            "chargePercent": {"type": ["integer", "null"], "minimum": 0, "maximum": 100},
+            "isCharging": {"type": "boolean"},
+            "estimatedMinutesRemaining": {"type": ["integer", "null"], "minimum": 0},
+            "error": {"const": "collection failed"}
+        }),
+        &["level", "state", "lowPowerModeEnabled"],
+    );
+    let interface = all_required(json!({
+        "name": {"type": "string"},
+        "mac": {"type": ["string", "null"]},
+        "addresses": {"type": "array", "items": {"type": "string"}},
+        "up": {"type": "boolean"},
+        "rxBytes": count,
+        "txBytes": count
+    }));
+    let network_interfaces = all_required(json!({"interfaces": {"type": "array", "items": interface}}));
+    let storage = all_required(json!({"totalBytes": count, "freeBytes": count, "usedBytes": count}));
+    let network = all_required(json!({
+        "status": {"enum": ["satisfied", "unsatisfied"]},
+        "isExpensive": {"type": "boolean"},
+        "isConstrained": {"type": "boolean"},
+        "interfaces": {"type": "array", "items": {"enum": network::LEGACY_KINDS}, "uniqueItems": true}
+    }));
+    object(
+        json!({
+            "collectedAt": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"},
+            "os": or_failed(os),
+            "cpu": or_failed(cpu),
+            "memory": or_failed(memory),
+            "disk": or_failed(disk),
+            "battery": battery,
+            "networkInterfaces": or_failed(network_interfaces),
+            "thermal": all_required(json!({"state": {"const": "nominal"}})),
+            "storage": or_failed(storage),
+            "network": or_failed(network),
+            "uptimeSeconds": {"type": ["integer", "null"], "minimum": 0}
+        }),
+        &["collectedAt", "battery", "thermal", "storage", "network", "uptimeSeconds"],
+    )
+    .into()
+}
+
 /// The sections `device.status` can be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
@@ -360,6 +450,29 @@ mod tests {
         assert_eq!(result["uptimeSeconds"], Value::Null);
         let keys: Vec<&str> = result.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, FULL_REPORT_KEYS);
+    }
+
+    fn validator() -> jsonschema::Validator {
+        jsonschema::validator_for(&output_schema().to_value()).expect("the schema compiles")
+    }
+
+    #[test]
+    fn the_published_schema_accepts_every_failure_path_and_rejects_other_shapes() {
+        let validator = validator();
+        let all_failed =
+            assemble("2026-12-03T12:00:00.000Z".into(), &Section::ALL, Some(broken()), readings_all_failing());
+        assert!(validator.is_valid(&all_failed), "{all_failed}");
+        let legacy_only = assemble("2026-12-03T12:00:00.000Z".into(), &[], None, readings_all_failing());
+        assert!(validator.is_valid(&legacy_only), "{legacy_only}");
+        let mut wrong = all_failed.clone();
+        wrong.as_object_mut().unwrap().remove("thermal");
+        assert!(!validator.is_valid(&wrong), "a legacy key is required");
+        let mut wrong = all_failed.clone();
+        wrong["cpu"] = json!({"error": "something else"});
+        assert!(!validator.is_valid(&wrong), "only upstream's failure text");
+        let mut wrong = all_failed;
+        wrong["memory"] = json!({"totalBytes": "1", "availableBytes": 1, "usagePercent": 1.0});
+        assert!(!validator.is_valid(&wrong), "numbers are numbers");
     }
 
     #[test]

@@ -26,7 +26,22 @@ async fn call_with(capability: &DeviceCapability, command: &str, args: Value, ct
         caller: crate::capability::Caller::Mcp,
     };
     let output = capability.invoke(request, ctx).await?;
-    Ok(output.payload.expect("device commands answer JSON"))
+    let answer = output.payload.expect("device commands answer JSON");
+    assert_fits_published_schema(capability, command, &answer);
+    Ok(answer)
+}
+
+/// Every answer a test sees must fit the command's published `outputSchema` (clients of MCP
+/// 2025-06-18 and later validate `structuredContent` against it).
+fn assert_fits_published_schema(capability: &DeviceCapability, command: &str, answer: &Value) {
+    let commands = capability.commands();
+    let tool = commands.iter().find(|c| c.name() == command).expect("a published command").tool();
+    let schema =
+        tool.output_schema.as_ref().unwrap_or_else(|| panic!("{command} publishes an outputSchema")).to_value();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> =
+        validator.iter_errors(answer).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{command}'s answer does not fit its outputSchema: {errors:?}\n{answer:#}");
 }
 
 async fn status(capability: &DeviceCapability, sections: &[&str]) -> Value {

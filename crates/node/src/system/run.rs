@@ -37,7 +37,7 @@ pub fn command_spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
         name: "system.run",
         title: Some("Run a command"),
-        output_schema: None,
+        output_schema: Some(output_schema()),
         description: Some(
             "Run a program on this machine, after exec-approval policy allows it. command is the argv \
              (no shell; use [\"sh\",\"-c\",\"...\"] for shell syntax). Returns {stdout, stderr, exitCode, \
@@ -53,6 +53,29 @@ pub fn command_spec() -> CommandSpec {
         annotations: ToolAnnotations::DESTRUCTIVE,
     });
     SPEC.clone()
+}
+
+/// The JSON Schema of a run's answer (its `outputSchema`): upstream's six keys always, the
+/// truncation marks, `note` and `sandbox` only when they say something.
+fn output_schema() -> clawmcp_mcp::Schema {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "stdout": {"type": "string"},
+            "stderr": {"type": "string"},
+            "exitCode": {"type": "integer"},
+            "timedOut": {"type": "boolean"},
+            "success": {"type": "boolean"},
+            "durationMs": {"type": "integer", "minimum": 0},
+            "stdoutTruncated": {"const": true},
+            "stderrTruncated": {"const": true},
+            "note": {"type": "string", "minLength": 1},
+            "sandbox": {"type": "string", "minLength": 1}
+        },
+        "required": ["stdout", "stderr", "exitCode", "timedOut", "success", "durationMs"],
+        "additionalProperties": false
+    })
+    .into()
 }
 
 /// Refuses when the "Run system tools" switch is off. Read live: the file may change any time.
@@ -270,8 +293,10 @@ fn denied(denial: &Denial) -> CapabilityError {
 /// the other fields stay under [`MAX_RESULT_WIRE_BYTES`].
 pub const MAX_STREAM_WIRE_BYTES: usize = 3 * 512 * 1024;
 
-/// What a whole `system.run` response frame stays under, whatever the program wrote: the 4 MiB
-/// both transports accept as a body.
+/// What a `system.run` response frame stays under, whatever the program wrote: the 4 MiB both
+/// transports accept as a body. That holds for each rendering of the payload: a client of MCP
+/// 2025-06-18 or later gets it twice (the text block and `structuredContent`), so its frame stays
+/// under twice this, inside the core's `MAX_TOOL_RESULT_BYTES` backstop.
 pub const MAX_RESULT_WIRE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The result payload. `stdoutTruncated`/`stderrTruncated` and `note` appear only when output

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawmcp_mcp::{CallContext, DuplicatePolicy, McpServer, RequestContext, ServerInfo};
+use clawmcp_mcp::{CallContext, DuplicatePolicy, McpServer, ProtocolVersion, RequestContext, ServerInfo};
 use clawmcp_node::approvals::ExecApprovals;
 use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::system::SystemCapability;
@@ -67,8 +67,16 @@ impl Node {
     /// Sends one JSON-RPC message and returns the response frame exactly as a transport would
     /// write it.
     pub async fn raw_request(&self, body: &Value) -> String {
+        self.raw_request_at(body, None).await
+    }
+
+    /// [`Node::raw_request`] from a client that names `version` (the HTTP `MCP-Protocol-Version`
+    /// header); `None` is a client that names none.
+    pub async fn raw_request_at(&self, body: &Value, version: Option<ProtocolVersion>) -> String {
         let body = body.to_string();
-        let frame = self.server.handle(body.as_bytes(), RequestContext::new(CancellationToken::new())).await;
+        let mut ctx = RequestContext::new(CancellationToken::new());
+        ctx.protocol_version = version;
+        let frame = self.server.handle(body.as_bytes(), ctx).await;
         frame.expect("a request gets a response")
     }
 

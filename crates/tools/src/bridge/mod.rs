@@ -301,7 +301,11 @@ where
     let discovery = prepared.start_discovery(&options, Some(outbound.downgrade()));
     let bridge = prepared.bridge.clone();
     let info = ServerInfo { name: SERVER_NAME.to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
-    let server = Arc::new(McpServer::new(info, bridge.clone(), DuplicatePolicy::Reject).for_one_session());
+    let server = Arc::new(
+        McpServer::new(info, bridge.clone(), DuplicatePolicy::Reject)
+            .for_one_session()
+            .with_icons(vec![clawmcp_mcp::Icon::clawmcp()]),
+    );
     let end = stdio::serve(server, input, output, outbound, outbound_rx, shutdown).await;
     discovery.abort();
     bridge.local().shutdown().await;
