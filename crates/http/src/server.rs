@@ -43,7 +43,8 @@ use bytes::Bytes;
 use clawmcp_mcp::jsonrpc::{self, Incoming, RequestId};
 use clawmcp_mcp::modern;
 use clawmcp_mcp::{
-    HttpEra, McpServer, McpService, MessageClass, ProtocolVersion, RequestContext, RpcError, TIMED_OUT, ToolResult,
+    HttpEra, McpServer, McpService, MessageClass, ProtocolVersion, RequestContext, RpcError, SHUTTING_DOWN, TIMED_OUT,
+    ToolResult, TransportEnd,
 };
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -129,6 +130,8 @@ struct Shared<S: McpService + ?Sized> {
     probe: String,
     /// Parent of every request's transport token; cancelled on shutdown.
     requests: CancellationToken,
+    /// Why `requests` was cancelled, for the answers of the calls it stopped (shutdown).
+    requests_end: TransportEnd,
     /// Connections and dispatch tasks, so shutdown can wait for them.
     tasks: TaskTracker,
 }
@@ -173,6 +176,7 @@ impl HttpServer {
             limits,
             probe,
             requests: CancellationToken::new(),
+            requests_end: TransportEnd::default(),
             tasks: TaskTracker::new(),
         });
         loop {
@@ -201,6 +205,7 @@ impl HttpServer {
         }
         drop(listener);
         budget.shut_down_all();
+        shared.requests_end.set(SHUTTING_DOWN);
         shared.requests.cancel();
         shared.tasks.close();
         if tokio::time::timeout(shared.limits.shutdown_grace, shared.tasks.wait()).await.is_err() {
@@ -433,6 +438,7 @@ async fn answer<S: McpService + ?Sized>(
         shared.mcp.clone(),
         message,
         RequestContext {
+            transport_end: shared.requests_end.clone(),
             protocol_version,
             auth_generation,
             result_allowance,
@@ -537,6 +543,7 @@ fn stream_answer<S: McpService + ?Sized>(
     let timed_out = jsonrpc::success_frame(&id, &ToolResult::error(TIMED_OUT));
     let fallback = jsonrpc::error_frame(Some(&id), &RpcError::internal());
     let ctx = RequestContext {
+        transport_end: shared.requests_end.clone(),
         sink: Some(Arc::new(sink)),
         protocol_version,
         auth_generation,

@@ -56,7 +56,7 @@ async fn duplicate_ids_from_two_connections_are_not_cross_cancelled() {
 
     h.shutdown.cancel();
     for call in calls {
-        assert_eq!(call.await.unwrap().tool_outcome(), ("request timed out".to_owned(), true));
+        assert_eq!(call.await.unwrap().tool_outcome(), (clawmcp_mcp::SHUTTING_DOWN.to_owned(), true));
     }
 }
 
@@ -92,7 +92,7 @@ async fn graceful_shutdown_ends_calls_in_flight_and_returns() {
 
     h.shutdown.cancel();
     for call in calls {
-        assert_eq!(call.await.unwrap().tool_outcome(), ("request timed out".to_owned(), true));
+        assert_eq!(call.await.unwrap().tool_outcome(), (clawmcp_mcp::SHUTTING_DOWN.to_owned(), true));
     }
     assert_eq!(h.service.cancelled_count(), 3);
     let served = timeout(h.limits.shutdown_grace, h.served).await.expect("serve returned within the grace");

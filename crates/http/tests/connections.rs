@@ -222,6 +222,6 @@ async fn the_connection_cap_evicts_the_longest_idle_never_a_busy_one_and_refuses
     // The calls were never disturbed: they answer when the server shuts down.
     h.shutdown.cancel();
     for running in [first_call].into_iter().chain(more_calls) {
-        assert_eq!(running.await.unwrap().tool_outcome(), ("request timed out".to_owned(), true));
+        assert_eq!(running.await.unwrap().tool_outcome(), (clawmcp_mcp::SHUTTING_DOWN.to_owned(), true));
     }
 }

@@ -158,7 +158,7 @@ async fn the_17th_tool_call_is_busy_while_control_traffic_still_flows() {
     assert_eq!(h.client.rpc(call(json!(18), "count", json!({}))).await.tool_outcome(), ("1".to_owned(), false));
     h.shutdown.cancel();
     for call in calls {
-        assert_eq!(call.await.unwrap().tool_outcome(), ("request timed out".to_owned(), true));
+        assert_eq!(call.await.unwrap().tool_outcome(), (clawmcp_mcp::SHUTTING_DOWN.to_owned(), true));
     }
 }
 

@@ -140,8 +140,9 @@ async fn the_gate_and_the_pools_still_come_first() {
     let held = holder.await.unwrap();
     let last = sse_messages(held.text()).pop().unwrap();
     assert_eq!(
-        last["result"]["content"][0]["text"], "request timed out",
-        "shutdown ends a streamed call with its answer"
+        last["result"]["content"][0]["text"],
+        clawmcp_mcp::SHUTTING_DOWN,
+        "shutdown ends a streamed call with its answer, saying why"
     );
 }
 

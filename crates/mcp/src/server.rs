@@ -47,6 +47,10 @@ pub const CANCELLED: &str = "cancelled";
 /// transport said why it ended otherwise ([`TransportEnd`]).
 pub const TIMED_OUT: &str = "request timed out";
 
+/// What a call still running answers when the server shuts down: it was stopped because the
+/// server is going away, not because its deadline passed.
+pub const SHUTTING_DOWN: &str = "cancelled: the server is shutting down, so this call was stopped before it finished";
+
 /// Why a transport gave up on the requests it carries, in the words their answers use: set once
 /// by the transport before it fires `transport_cancel`; unset it means the request's deadline
 /// ([`TIMED_OUT`]). Shared by every request of a session, so one `set` covers them all.

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, ErrorCode, Incoming, RpcError};
-use crate::server::{CANCEL_GRACE, McpServer, McpService, MessageClass, RequestContext, TransportEnd};
+use crate::server::{CANCEL_GRACE, McpServer, McpService, MessageClass, RequestContext, SHUTTING_DOWN, TransportEnd};
 use crate::types::{FrameSink, ToolResult};
 
 /// Longest accepted input line. Generous for large tool arguments (file writes), bounded so a
@@ -107,9 +107,6 @@ pub fn outbound_channel() -> (Outbound, mpsc::Receiver<String>) {
 /// session ended, not because a deadline passed.
 pub const INPUT_CLOSED: &str =
     "cancelled: the client closed the server's input (stdin) before this call finished, so it was stopped";
-
-/// What a call still running answers when the server stops the session (shutdown).
-pub const SESSION_ENDED: &str = "cancelled: the server is shutting down, so this call was stopped before it finished";
 
 /// How a session ended.
 #[derive(Debug)]
@@ -223,7 +220,7 @@ where
     // why: no deadline passed, the session ended.
     calls_end.set(match &end {
         SessionEnd::InputClosed | SessionEnd::InputFailed(_) => INPUT_CLOSED,
-        SessionEnd::Shutdown | SessionEnd::OutputFailed(_) => SESSION_ENDED,
+        SessionEnd::Shutdown | SessionEnd::OutputFailed(_) => SHUTTING_DOWN,
     });
     calls_cancel.cancel();
     let drain = async { while calls.join_next().await.is_some() {} };

@@ -157,7 +157,7 @@ async fn a_shutdown_stops_running_tools_and_answers_them_saying_so() {
     let last = s.recv().await;
     assert_eq!(
         (last["id"].clone(), last["result"]["content"][0]["text"].clone()),
-        (json!(1), json!(stdio::SESSION_ENDED))
+        (json!(1), json!(clawmcp_mcp::SHUTTING_DOWN))
     );
     assert_eq!(last["result"]["isError"], true);
     assert!(matches!(s.done.await.unwrap(), SessionEnd::Shutdown));
