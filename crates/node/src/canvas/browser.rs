@@ -2,6 +2,8 @@
 //! ends with it), driven over the DevTools protocol by chromiumoxide on a loopback port, its
 //! profile in a private 0700 temp directory removed when it stops.
 //!
+//! Headless for now: an app-mode window on the X display is the next slice (ARCHITECTURE.md).
+//!
 //! Chromium is started by us, not by chromiumoxide's `Browser::launch` (a plain tokio child,
 //! outside any reaper): `--remote-debugging-port=0` picks a free loopback port, which Chromium
 //! writes to `DevToolsActivePort` in the profile, and chromiumoxide connects to it. The port
@@ -13,9 +15,6 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use chromiumoxide::cdp::browser_protocol::browser::{
-    Bounds, GetWindowForTargetParams, SetWindowBoundsParams, WindowState,
-};
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, CaptureScreenshotParams};
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams, TimeDelta};
@@ -39,9 +38,9 @@ const OUTPUT_LIMIT: usize = 16 * 1024;
 pub struct Geometry {
     pub width: u32,
     pub height: u32,
-    /// The window's left edge; `None`: centred on the screen.
+    /// A window's left edge (`None`: centred); a headless canvas has no place.
     pub x: Option<i32>,
-    /// Its top edge; `None`: centred.
+    /// Its top edge.
     pub y: Option<i32>,
 }
 
@@ -53,8 +52,6 @@ pub struct Browser {
     cdp: chromiumoxide::Browser,
     handler: tokio::task::JoinHandle<()>,
     page: chromiumoxide::Page,
-    /// The X display of its window; `None` when headless.
-    display: Option<String>,
 }
 
 /// How an evaluation ended.
@@ -68,23 +65,20 @@ pub enum Evaluated {
 }
 
 impl Browser {
-    /// Starts `program` with its window on `display` (`None`: headless) at `geometry`.
-    pub async fn start(program: &Path, display: Option<&str>, geometry: &Geometry) -> Result<Browser, String> {
+    /// Starts `program`, headless, at `geometry`'s size.
+    pub async fn start(program: &Path, geometry: &Geometry) -> Result<Browser, String> {
         use std::os::unix::fs::PermissionsExt;
         let profile = tempfile::Builder::new()
             .prefix("clawmcp-canvas-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|error| format!("cannot create the browser's private profile directory: {error}"))?;
-        let argv = arguments(program, profile.path(), display, geometry);
-        let env: Vec<(String, String)> =
-            display.map(|d| vec![("DISPLAY".to_owned(), d.to_owned())]).unwrap_or_default();
+        let argv = arguments(program, profile.path(), geometry);
         let options = JobOptions { timeout: None, output_limit: OUTPUT_LIMIT, pipe_stdin: false };
-        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &env }, options)
+        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, options)
             .map_err(|error| format!("cannot start chromium: {error}"))?;
         let pid = job.pid();
-        let headless = display.is_none();
-        tracing::info!(pid, headless, "canvas browser started");
+        tracing::info!(pid, "canvas browser started");
         let endpoint = match wait_for_endpoint(&job, profile.path()).await {
             Ok(endpoint) => endpoint,
             Err(error) => {
@@ -96,12 +90,13 @@ impl Browser {
             // Certificate errors are errors: a canvas is not a place to click through them.
             ignore_https_errors: false,
             viewport: None,
-            request_timeout: COMMAND_DEADLINE,
+            // A page load is one request (Page.navigate until loaded): bounded by the load's deadline.
+            request_timeout: LOAD_DEADLINE,
             ..HandlerConfig::default()
         };
         let connected =
             tokio::time::timeout(COMMAND_DEADLINE, chromiumoxide::Browser::connect_with_config(endpoint, config));
-        let (mut cdp, mut handler) = match connected.await {
+        let (cdp, mut handler) = match connected.await {
             Ok(Ok(connected)) => connected,
             failed => {
                 job.kill().await;
@@ -120,7 +115,7 @@ impl Browser {
                 }
             }
         });
-        let page = match first_page(&mut cdp, display.is_some()).await {
+        let page = match first_page(&cdp).await {
             Ok(page) => page,
             Err(error) => {
                 handler.abort();
@@ -128,15 +123,7 @@ impl Browser {
                 return Err(error);
             }
         };
-        Ok(Browser {
-            job: Some(job),
-            pid,
-            profile: Some(profile),
-            cdp,
-            handler,
-            page,
-            display: display.map(str::to_owned),
-        })
+        Ok(Browser { job: Some(job), pid, profile: Some(profile), cdp, handler, page })
     }
 
     /// The main Chromium process (its reaper is its parent).
@@ -149,56 +136,16 @@ impl Browser {
         self.profile.as_ref().map(|dir| dir.path().to_owned())
     }
 
-    pub fn headless(&self) -> bool {
-        self.display.is_none()
-    }
-
     /// Whether the process runs and the DevTools connection is up.
     pub fn alive(&self) -> bool {
         self.job.as_ref().is_some_and(|job| job.exit().is_none()) && !self.handler.is_finished()
     }
 
-    /// Sizes (and, with a window, places) the canvas.
+    /// Sizes the canvas (its viewport, exactly).
     pub async fn set_geometry(&self, geometry: &Geometry) -> Result<(), String> {
         let (width, height) = (i64::from(geometry.width), i64::from(geometry.height));
-        if self.display.is_none() {
-            let metrics = SetDeviceMetricsOverrideParams::new(width, height, 1.0, false);
-            return self.command(self.page.execute(metrics)).await.map(drop);
-        }
-        let window = self
-            .command(
-                self.cdp.execute(GetWindowForTargetParams::builder().target_id(self.page.target_id().clone()).build()),
-            )
-            .await?;
-        let screen = match (geometry.x, geometry.y) {
-            (Some(_), Some(_)) => None,
-            _ => match self.evaluate("[screen.availWidth, screen.availHeight]", COMMAND_DEADLINE).await? {
-                Evaluated::Value(value) => Some((value[0].as_i64().unwrap_or(0), value[1].as_i64().unwrap_or(0))),
-                _ => None,
-            },
-        };
-        let (screen_width, screen_height) = screen.unwrap_or((width, height));
-        let left = geometry.x.map_or(((screen_width - width) / 2).max(0), i64::from);
-        let top = geometry.y.map_or(((screen_height - height) / 2).max(0), i64::from);
-        let normal = Bounds::builder().window_state(WindowState::Normal).build();
-        let normal = SetWindowBoundsParams::new(window.result.window_id, normal);
-        self.command(self.cdp.execute(normal)).await?;
-        let bounds = Bounds::builder().left(left).top(top).width(width).height(height).build();
-        self.command(self.cdp.execute(SetWindowBoundsParams::new(window.result.window_id, bounds))).await.map(drop)
-    }
-
-    /// Minimises the window (nothing to do headless).
-    pub async fn minimise(&self) -> Result<(), String> {
-        if self.display.is_none() {
-            return Ok(());
-        }
-        let window = self
-            .command(
-                self.cdp.execute(GetWindowForTargetParams::builder().target_id(self.page.target_id().clone()).build()),
-            )
-            .await?;
-        let bounds = Bounds::builder().window_state(WindowState::Minimized).build();
-        self.command(self.cdp.execute(SetWindowBoundsParams::new(window.result.window_id, bounds))).await.map(drop)
+        let metrics = SetDeviceMetricsOverrideParams::new(width, height, 1.0, false);
+        self.command(self.page.execute(metrics)).await.map(drop)
     }
 
     /// Loads `url` and waits for it (bounded by [`LOAD_DEADLINE`]).
@@ -322,7 +269,7 @@ fn alive(proc: &Path) -> bool {
 /// Chromium's command line. `--no-sandbox` only as root, where Chromium refuses to start
 /// without it; `--test-type` keeps the "unsupported command-line flag" infobar off the page;
 /// the background-networking flags keep Chromium from calling Google's services.
-fn arguments(program: &Path, profile: &Path, display: Option<&str>, geometry: &Geometry) -> Vec<String> {
+fn arguments(program: &Path, profile: &Path, geometry: &Geometry) -> Vec<String> {
     let mut argv = vec![
         program.display().to_string(),
         format!("--user-data-dir={}", profile.display()),
@@ -348,16 +295,7 @@ fn arguments(program: &Path, profile: &Path, display: Option<&str>, geometry: &G
     if nix::unistd::geteuid().is_root() {
         argv.push("--no-sandbox".to_owned());
     }
-    match display {
-        None => argv.extend(["--headless".to_owned(), "--disable-gpu".to_owned(), "about:blank".to_owned()]),
-        Some(_) => {
-            argv.push("--ozone-platform=x11".to_owned());
-            if let (Some(x), Some(y)) = (geometry.x, geometry.y) {
-                argv.push(format!("--window-position={x},{y}"));
-            }
-            argv.push("--app=about:blank".to_owned());
-        }
-    }
+    argv.extend(["--headless".to_owned(), "--disable-gpu".to_owned(), "about:blank".to_owned()]);
     argv
 }
 
@@ -398,32 +336,10 @@ async fn wait_for_endpoint(job: &Job, profile: &Path) -> Result<String, String> 
     }
 }
 
-/// The page the canvas shows: headless, a new one; with a window, the app window's own.
-async fn first_page(cdp: &mut chromiumoxide::Browser, windowed: bool) -> Result<chromiumoxide::Page, String> {
-    let failed = |error: chromiumoxide::error::CdpError| format!("cannot open the canvas page: {error}");
-    if !windowed {
-        return match tokio::time::timeout(COMMAND_DEADLINE, cdp.new_page("about:blank")).await {
-            Ok(page) => page.map_err(failed),
-            Err(_) => Err("cannot open the canvas page: chromium did not answer in time".to_owned()),
-        };
-    }
-    let deadline = tokio::time::Instant::now() + COMMAND_DEADLINE;
-    loop {
-        let targets = cdp.fetch_targets().await.map_err(failed)?;
-        if let Some(target) = targets.into_iter().find(|target| target.r#type == "page") {
-            loop {
-                if let Ok(page) = cdp.get_page(target.target_id.clone()).await {
-                    return Ok(page);
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    return Err("cannot open the canvas page: its window's page never became ready".to_owned());
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err("cannot open the canvas page: chromium opened no window".to_owned());
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+/// The canvas's page: a new one (the browser's first, about:blank, stays unused).
+async fn first_page(cdp: &chromiumoxide::Browser) -> Result<chromiumoxide::Page, String> {
+    match tokio::time::timeout(COMMAND_DEADLINE, cdp.new_page("about:blank")).await {
+        Ok(page) => page.map_err(|error| format!("cannot open the canvas page: {error}")),
+        Err(_) => Err("cannot open the canvas page: chromium did not answer in time".to_owned()),
     }
 }

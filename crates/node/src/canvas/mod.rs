@@ -5,9 +5,8 @@
 //! | [`browser`] | the one Chromium process tree (under a `clawmcp_process` reaper), its private profile, the DevTools connection (chromiumoxide, loopback) |
 //! | this file | the commands: upstream's arguments, clamps, results and errors; the browser's lifetime |
 //!
-//! With an X display (`DISPLAY`) the canvas is a Chromium app-mode window (no address bar) of the
-//! requested size, place and title; without one it is headless, and `canvas.snapshot` still
-//! shows it. The browser is started by the first command that needs it, stopped a while after
+//! The canvas is headless Chromium of the requested size (a window on the X display is the next
+//! slice): `canvas.snapshot` shows it, `x`/`y` are accepted and have no effect yet. The browser is started by the first command that needs it, stopped a while after
 //! `canvas.hide` ([`IDLE_AFTER_HIDE`]) and when the node stops ([`CanvasCapability::shutdown`],
 //! and, as a backstop, when the capability is dropped). `navigate` and `present`'s `url` take
 //! http and https only; `html` is shown from a `data:` URL (an opaque origin: the page reaches
@@ -62,31 +61,9 @@ pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
 /// The code of a call that needs a presented canvas when none is.
 pub const NOT_OPEN: &str = "CANVAS_NOT_OPEN";
 
-/// Where the canvas is shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Screen {
-    /// The node's own `DISPLAY`, headless without one.
-    Env,
-    /// Always headless.
-    Headless,
-    /// This X display (`:99`).
-    X11(String),
-}
-
-impl Screen {
-    fn display(&self) -> Option<String> {
-        match self {
-            Screen::Env => std::env::var("DISPLAY").ok().filter(|display| !display.is_empty()),
-            Screen::Headless => None,
-            Screen::X11(display) => Some(display.clone()),
-        }
-    }
-}
-
 /// How the canvas runs (tests change the defaults).
 #[derive(Debug, Clone)]
 pub struct CanvasOptions {
-    pub screen: Screen,
     /// How long the browser outlives a `canvas.hide` ([`IDLE_AFTER_HIDE`]); zero stops it at once.
     pub idle_after_hide: Duration,
     /// The search path for `chromium`; `None` is the node's `PATH`.
@@ -95,7 +72,7 @@ pub struct CanvasOptions {
 
 impl Default for CanvasOptions {
     fn default() -> Self {
-        CanvasOptions { screen: Screen::Env, idle_after_hide: IDLE_AFTER_HIDE, path: None }
+        CanvasOptions { idle_after_hide: IDLE_AFTER_HIDE, path: None }
     }
 }
 
@@ -205,7 +182,7 @@ where
 }
 
 impl Canvas {
-    /// The running browser, started (headless or windowed) if there is none or it died.
+    /// The running browser, started if there is none or it died.
     async fn browser<'a>(&self, state: &'a mut State, geometry: &Geometry) -> Result<&'a Browser, ToolFailure> {
         if let Some(browser) = state.browser.take_if(|browser| !browser.alive()) {
             tracing::warn!(pid = browser.pid(), "the canvas browser died; starting a new one");
@@ -215,9 +192,8 @@ impl Canvas {
             let program = program(self.options.path.as_deref()).map_err(|missing| {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: {missing}")).with_code("CANVAS_NOT_AVAILABLE")
             })?;
-            let display = self.options.screen.display();
             let started = Instant::now();
-            let browser = Browser::start(&program, display.as_deref(), geometry).await.map_err(|error| {
+            let browser = Browser::start(&program, geometry).await.map_err(|error| {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: the canvas browser did not start: {error}"))
                     .with_code("CANVAS_NOT_AVAILABLE")
             })?;
@@ -232,8 +208,11 @@ impl Canvas {
         let mut state = self.state.lock().await;
         let browser = self.browser(&mut state, &present.geometry).await?;
         let failed = |error: String| ToolFailure::new(format!("Present failed: {error}"));
-        browser.set_geometry(&present.geometry).await.map_err(failed)?;
-        browser.load(&present.url).await.map_err(failed)?;
+        browser
+            .set_geometry(&present.geometry)
+            .await
+            .map_err(|error| failed(format!("cannot size the canvas: {error}")))?;
+        browser.load(&present.url).await.map_err(|error| failed(format!("the page did not load: {error}")))?;
         // The window's title is the page's: a page without one is titled as asked.
         let title = format!("if (!document.title) document.title = {};", Value::from(present.title.as_str()));
         browser.evaluate(&title, Duration::from_secs(5)).await.map_err(failed)?;
@@ -248,11 +227,7 @@ impl Canvas {
         state.generation += 1;
         let Some(browser) = state.browser.as_ref() else { return Ok(json!({"hidden": true})) };
         // What it showed is gone at once; the process a while later.
-        let cleared = async {
-            browser.minimise().await?;
-            browser.load("about:blank").await
-        };
-        if let Err(error) = cleared.await {
+        if let Err(error) = browser.load("about:blank").await {
             tracing::warn!(%error, "the canvas could not be cleared; stopping its browser");
             if let Some(browser) = state.browser.take() {
                 browser.stop().await;
@@ -349,22 +324,18 @@ impl Canvas {
             Some(browser) => browser.version().await.ok(),
             None => None,
         };
-        let headless = match running {
-            Some(browser) => browser.headless(),
-            None => self.options.screen.display().is_none(),
-        };
         Ok(json!({
             "renderer": "chromium",
             "eval": true,
             "snapshot": true,
             "navigate": true,
             "a2ui": {"version": "0.8", "introspect": false, "supported": false},
-            "window": if headless { "headless" } else { "x11" },
-            "headless": headless,
+            "window": "headless",
+            "headless": true,
             "running": running.is_some(),
             "visible": running.is_some() && state.visible,
             "browserVersion": version,
-            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": !headless,
+            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": false,
                         "title": true, "alwaysOnTop": false},
             "navigateSchemes": ["http", "https"],
             "snapshotFormats": ["png", "jpeg"],
@@ -551,10 +522,10 @@ fn present_spec() -> CommandSpec {
         name: "canvas.present",
         title: Some("Show the canvas"),
         description: Some(
-            "Show a page in the canvas: a Chromium window on this machine's display (headless when there is \
-             none). url (http or https) or html (the page itself, at most 1 MiB); width and height 100..7680 \
-             (default 800x600); x and y the window's position (-1, the default, centres it); title (default \
-             Canvas) for a page without its own; alwaysOnTop is accepted but not supported. Returns \
+            "Show a page in the canvas (headless Chromium on this machine; read it with canvas.snapshot and \
+             canvas.eval). url (http or https) or html (the page itself, at most 1 MiB); width and height 100..7680 \
+             (default 800x600); x and y (a window's position, -1 centred) are accepted and have no effect \
+             while the canvas is headless; title (default Canvas) for a page without its own; alwaysOnTop is accepted but not supported. Returns \
              {presented: true} once the page has loaded.",
         ),
         input_schema: Some(object_schema(json!({
@@ -678,7 +649,7 @@ fn caps_spec() -> CommandSpec {
         title: Some("Canvas capabilities"),
         description: Some(
             "What this node's canvas renderer supports: {renderer: chromium, eval, snapshot, navigate, a2ui \
-             (not supported yet), window (x11 or headless), running, visible, browserVersion, present, \
+             (not supported yet), window (headless), running, visible, browserVersion, present, \
              navigateSchemes, snapshotFormats}. Takes no arguments and starts nothing.",
         ),
         input_schema: Some(object_schema(json!({}))),

@@ -35,7 +35,7 @@ fn switch(dir: &Path, on: bool) {
 /// A headless canvas, switch on, its browser stopped `idle` after a hide.
 fn canvas(dir: &Path, idle: Duration) -> CanvasCapability {
     require("chromium", "chromium");
-    let options = CanvasOptions { screen: Screen::Headless, idle_after_hide: idle, path: None };
+    let options = CanvasOptions { idle_after_hide: idle, path: None };
     CanvasCapability::with_options(settings(dir, true), options)
 }
 
@@ -435,7 +435,7 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options = CanvasOptions { screen: Screen::Headless, idle_after_hide: Duration::ZERO, path: None };
+    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: None };
     let canvas = CanvasCapability::with_options(settings(dir.path(), false), options);
     let names: Vec<String> = canvas.commands().iter().map(|command| command.name().to_owned()).collect();
     assert_eq!(
@@ -483,8 +483,7 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
 async fn without_chromium_the_canvas_is_not_listed_and_says_which_package_to_install() {
     let dir = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let options =
-        CanvasOptions { screen: Screen::Headless, idle_after_hide: Duration::ZERO, path: Some(empty.path().into()) };
+    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: Some(empty.path().into()) };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     let present = find(&canvas, "canvas.present");
     assert!(!present.is_listed());
