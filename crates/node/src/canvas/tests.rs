@@ -59,8 +59,17 @@ async fn answer(canvas: &CanvasCapability, name: &str, args: Value) -> Result<Va
     call(canvas, name, args).await.map(|output| output.payload.unwrap())
 }
 
+/// The JSON answer of a call that must succeed, checked against the command's published output
+/// schema when it has one.
 async fn ok(canvas: &CanvasCapability, name: &str, args: Value) -> Value {
-    answer(canvas, name, args).await.unwrap_or_else(|failure| panic!("{name} failed: {}", failure.message))
+    let answer =
+        answer(canvas, name, args).await.unwrap_or_else(|failure| panic!("{name} failed: {}", failure.message));
+    if let Some(schema) = find(canvas, name).tool().output_schema.as_ref() {
+        let validator = jsonschema::validator_for(&schema.to_value()).unwrap();
+        let problems: Vec<String> = validator.iter_errors(&answer).map(|error| error.to_string()).collect();
+        assert!(problems.is_empty(), "{name}: {answer} does not match its output schema: {problems:?}");
+    }
+    answer
 }
 
 fn random_bytes<const N: usize>() -> [u8; N] {
