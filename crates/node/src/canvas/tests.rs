@@ -3,7 +3,8 @@
 //! decoded pixels compared exactly; a loopback page's nonce title read back through eval; eval's
 //! exceptions and time bound; non-http(s) URLs refused; the browser's whole process tree (found in
 //! /proc) gone after hide, shutdown and drop, with its profile; the switch and the missing
-//! program. Every browser is the test's own and at most two run at once.
+//! program; and a page that knows the endpoints cannot drive the browser over DevTools nor call
+//! the node's real MCP listener, even with its token. Every browser is the test's own and at most two run at once.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -524,4 +525,79 @@ async fn the_page_in_the_canvas_cannot_drive_the_browser_over_devtools() {
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
     assert!(caps["browserVersion"].as_str().unwrap().starts_with("Chrome/"), "the node still drives it");
     canvas.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_in_the_canvas_cannot_reach_the_nodes_mcp_listener_even_with_its_token() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use clawmcp_http::client::McpClient;
+    use clawmcp_http::{HttpConfig, Limits};
+    use clawmcp_mcp::client::Answer;
+    use clawmcp_mcp::{DuplicatePolicy, McpServer, RequestId, ServerInfo};
+
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The node's real HTTP listener, serving one command that counts the calls reaching it.
+    let touched = Arc::new(AtomicUsize::new(0));
+    let registry = Arc::new(crate::Registry::new());
+    let spec = CommandSpec {
+        name: "probe.touch",
+        title: None,
+        description: Some("Counts its calls."),
+        input_schema: Some(object_schema(json!({}))),
+        output_schema: None,
+        annotations: ToolAnnotations::READ_ONLY,
+    };
+    let count = touched.clone();
+    registry.register_commands([spec.with_handler(move |_, _| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async { Ok(json!({"touched": true})) }
+    })]);
+    let service = crate::NodeMcpService::new(registry);
+    let info = ServerInfo { name: "clawmcp-test".into(), version: "0".into() };
+    let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow));
+    let token_path = dir.path().join("token");
+    let config = HttpConfig { port: 0, token_path: token_path.clone(), limits: Limits::default() };
+    let server = clawmcp_http::bind(config).await.unwrap();
+    let port = server.local_addr().port();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let served = tokio::spawn(server.serve(mcp, stop.clone()));
+    let token = clawmcp_http::token::read_token_file(&token_path).unwrap().unwrap();
+    let client = McpClient::loopback(port).with_bearer(Some(token.clone()));
+    let endpoint = client.endpoint();
+
+    // A web page on a loopback origin that knows the endpoint and the token (the worst case).
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    let page = serve_title("page", 4);
+    ok(&canvas, "canvas.navigate", json!({"url": format!("http://127.0.0.1:{page}/")})).await;
+    let script = format!(
+        "(async () => {{ const url = {url}; const out = []; \
+         const body = JSON.stringify({{jsonrpc: '2.0', id: 1, method: 'tools/call', params: {{name: 'probe.touch', arguments: {{}}}}}}); \
+         try {{ const r = await fetch(url, {{method: 'POST', mode: 'no-cors', body, headers: {{'Content-Type': 'text/plain'}}}}); out.push('simple:' + r.type); }} catch (e) {{ out.push('simple:error'); }} \
+         try {{ const r = await fetch(url, {{method: 'POST', body, headers: {{'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream', 'Authorization': 'Bearer ' + {token}}}}}); out.push('cors:' + r.status); }} catch (e) {{ out.push('cors:error'); }} \
+         return out; }})()",
+        url = Value::from(endpoint.as_str()),
+        token = Value::from(token.as_str()),
+    );
+    let tried = ok(&canvas, "canvas.eval", json!({"script": script})).await;
+    assert_eq!(tried, json!({"result": ["simple:opaque", "cors:error"]}), "what the page saw");
+    // The canvas itself opened at the endpoint: the gate's refusal is what it shows.
+    ok(&canvas, "canvas.navigate", json!({"url": endpoint})).await;
+    let shown = ok(&canvas, "canvas.eval", json!({"script": "document.body.innerText"})).await;
+    assert!(shown["result"].as_str().unwrap().contains("not allowed"), "{shown}");
+    assert_eq!(touched.load(Ordering::SeqCst), 0, "no call from the canvas reached the command");
+
+    // The control: the node's own client, with the token, does reach it.
+    let mut client = client;
+    let init =
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    client.initialize(&init).await.unwrap();
+    let params = json!({"name": "probe.touch", "arguments": {}});
+    let answer = client.request(&RequestId::number(2), "tools/call", Some(&params)).await.unwrap();
+    assert!(matches!(answer, Answer::Result(_)), "{answer:?}");
+    assert_eq!(touched.load(Ordering::SeqCst), 1);
+    canvas.shutdown().await;
+    stop.cancel();
+    served.await.unwrap().unwrap();
 }
