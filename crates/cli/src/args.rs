@@ -497,6 +497,9 @@ pub enum SettingKey {
     /// Serve microphone input for stt.transcribe and stt.listen (off by default: the
     /// microphone hears the room; transcribing a file needs no switch).
     NodeSttEnabled,
+    /// Serve canvas.* (off by default: a page an agent chooses, and its JavaScript, in a
+    /// browser on this machine).
+    NodeCanvasEnabled,
     /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
     /// home directory, the default).
     NodeFileRoots,

@@ -58,6 +58,11 @@ impl Switch {
         why: "the microphone hears the room around this machine",
         is_on: |settings| settings.node_stt_enabled,
     };
+    pub const CANVAS: Switch = Switch {
+        setting: "NodeCanvasEnabled",
+        why: "the canvas shows any page an agent chooses and runs its JavaScript in a browser on this machine",
+        is_on: |settings| settings.node_canvas_enabled,
+    };
 
     pub fn is_on(&self, settings: &Settings) -> bool {
         (self.is_on)(settings)

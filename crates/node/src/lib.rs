@@ -12,6 +12,7 @@
 //! - [`screen`]: `screen.snapshot` and `screen.record` (X11; recording through ffmpeg).
 //! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
 //! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
+//! - [`canvas`]: `canvas.present/hide/navigate/eval/snapshot/caps` (Chromium over the DevTools protocol).
 //! - [`stt`]: `stt.transcribe`, `stt.status` (Whisper through CTranslate2, feature `whisper`; models from
 //!   `clawmcp models install`).
 //! - [`files`]: `file.stat`, `file.fetch`, `file.create`, `file.write`, `dir.list`, `dir.fetch`, `fs.listDir`
@@ -22,6 +23,7 @@ pub mod approvals;
 pub mod audio;
 pub mod availability;
 pub mod camera;
+pub mod canvas;
 pub mod capability;
 pub mod clipboard;
 mod command_text;

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::approvals::ExecApprovals;
 use crate::camera::CameraCapability;
+use crate::canvas::CanvasCapability;
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
 use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
@@ -40,6 +41,8 @@ pub struct Registry {
     /// The file channel the file commands attach to (set by [`Registry::builtin`]); served as
     /// methods only by a [`NodeMcpService::with_file_channel`].
     file_channels: Option<Arc<FileChannels>>,
+    /// The canvas, whose browser [`Registry::shutdown`] stops (set by [`Registry::builtin`]).
+    canvas: Option<CanvasCapability>,
 }
 
 impl Registry {
@@ -59,12 +62,23 @@ impl Registry {
         registry.register(&LocationCapability::new(settings.clone()));
         registry.register(&TtsCapability::new(settings.clone()));
         registry.register(&SttCapability::new(settings.clone()));
+        let canvas = CanvasCapability::new(settings.clone());
+        registry.register(&canvas);
+        registry.canvas = Some(canvas);
         let file_policy = FilePolicy::new(settings);
         let file_channels = FileChannels::new();
         registry.register(&FilesCapability::with_channels(file_policy.clone(), file_channels.clone()));
         registry.file_policy = Some(file_policy);
         registry.file_channels = Some(file_channels);
         registry
+    }
+
+    /// Stops what the capabilities keep running between calls (the canvas's browser) and waits
+    /// until it is gone: the node calls this as it stops.
+    pub async fn shutdown(&self) {
+        if let Some(canvas) = &self.canvas {
+            canvas.shutdown().await;
+        }
     }
 
     /// The file channel's table (see [`crate::files::channel`]), when the file commands are

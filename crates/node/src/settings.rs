@@ -133,6 +133,10 @@ pub struct Settings {
     /// Upstream's Windows node has the same opt-in (its speech-to-text is off unless enabled).
     #[serde(default)]
     pub node_stt_enabled: bool,
+    /// `canvas.*`: a Chromium window (headless without a display) the agent fills with any page
+    /// and runs JavaScript in; off by default, like the other sensitive capabilities.
+    #[serde(default)]
+    pub node_canvas_enabled: bool,
     /// The directories `file.*`, `dir.*` and `fs.listDir` may read and write (absolute paths,
     /// symlinks resolved when used). Absent: the user's home directory. `/proc`, `/sys` and `/dev`
     /// are never served, whatever this says (`crate::files::policy`).
@@ -188,6 +192,7 @@ impl Default for Settings {
             node_clipboard_read_enabled: false,
             node_location_enabled: false,
             node_stt_enabled: false,
+            node_canvas_enabled: false,
             node_file_roots: None,
             node_tts_provider: None,
             system_run_sandbox: SandboxSettings::default(),
@@ -289,6 +294,8 @@ impl Settings {
             Some("NodeLocationEnabled")
         } else if turned_on(self.node_stt_enabled, after.node_stt_enabled) {
             Some("NodeSttEnabled")
+        } else if turned_on(self.node_canvas_enabled, after.node_canvas_enabled) {
+            Some("NodeCanvasEnabled")
         } else if file_roots_widen(self.node_file_roots.as_deref(), after.node_file_roots.as_deref()) {
             Some("NodeFileRoots")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
@@ -657,7 +664,7 @@ mod widening_tests {
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 18] = [
+        let cases: [(&str, Change, Change); 19] = [
             ("NodeFileRoots", |_| {}, |s| s.node_file_roots = Some(vec!["/".into()])),
             (
                 "NodeFileRoots",
@@ -669,6 +676,7 @@ mod widening_tests {
             ("NodeClipboardReadEnabled", |_| {}, |s| s.node_clipboard_read_enabled = true),
             ("NodeLocationEnabled", |_| {}, |s| s.node_location_enabled = true),
             ("NodeSttEnabled", |_| {}, |s| s.node_stt_enabled = true),
+            ("NodeCanvasEnabled", |_| {}, |s| s.node_canvas_enabled = true),
             ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
             ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
             ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),

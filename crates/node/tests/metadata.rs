@@ -97,7 +97,17 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "fs.listDir"
         // Reads an audio file (inside the file roots) and says what was said; status changes nothing.
         | "stt.transcribe"
-        | "stt.status" => (true, false, true, false),
+        | "stt.status"
+        // A picture of the canvas's own page, and what the renderer supports: nothing changes.
+        | "canvas.snapshot"
+        | "canvas.caps" => (true, false, true, false),
+        // Show a page (from the web, or given): the canvas changes, nothing of the user's is
+        // lost, the same call twice shows the same page.
+        "canvas.present" | "canvas.navigate" => (false, false, true, true),
+        // Clears and hides the canvas, on this machine only; hiding twice is hiding.
+        "canvas.hide" => (false, false, true, false),
+        // Any JavaScript in a web page: it can change the page, post forms, fetch from the web.
+        "canvas.eval" => (false, true, false, true),
         // Replaces what the user had copied (gone), locally; the same write twice leaves the same clipboard.
         "clipboard.write" => (false, true, true, false),
         // Shows a notification: a change, but nothing is lost; each call shows another one.

@@ -202,7 +202,10 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             }
             transports.reconcile(&settings.current()).await;
         };
+        let registry = transports.registry.clone();
         transports.stop().await;
+        // The canvas's browser (a process tree of its own) ends with the node.
+        registry.shutdown().await;
         outcome?;
         output::note("clawmcp node: stopped");
         Ok(ExitCode::SUCCESS)

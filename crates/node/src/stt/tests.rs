@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
 use clawmcp_mcp::CallContext;
+use clawmcp_mcp::tool::codes::INVALID_REQUEST;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
@@ -216,6 +217,7 @@ async fn the_duration_cap_holds_at_its_edge() {
     assert!(tone_is_there, "the samples are the tone, not silence");
 }
 
+#[cfg(feature = "whisper")]
 #[tokio::test]
 async fn the_file_size_cap_holds_at_its_edge_and_the_file_roots_apply() {
     let dir = tempfile::tempdir().unwrap();

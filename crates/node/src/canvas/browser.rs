@@ -1,0 +1,345 @@
+//! The canvas's one Chromium: started under a `clawmcp_process` reaper (so its whole process tree
+//! ends with it), driven over the DevTools protocol by chromiumoxide on a loopback port, its
+//! profile in a private 0700 temp directory removed when it stops.
+//!
+//! Headless for now: an app-mode window on the X display is the next slice (ARCHITECTURE.md).
+//!
+//! Chromium is started by us, not by chromiumoxide's `Browser::launch` (a plain tokio child,
+//! outside any reaper): `--remote-debugging-port=0` picks a free loopback port, which Chromium
+//! writes to `DevToolsActivePort` in the profile, and chromiumoxide connects to it. The port
+//! listens on 127.0.0.1 only, and Chromium refuses a DevTools WebSocket whose `Origin` is a web
+//! page, so neither another machine nor a page in the canvas can drive it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, CaptureScreenshotParams};
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams, TimeDelta};
+use chromiumoxide::handler::HandlerConfig;
+use clawmcp_process::{Job, JobOptions, Launch};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+/// How long Chromium may take to start and open its DevTools port (0.3 s here; a loaded CI
+/// machine is much slower).
+pub const START_DEADLINE: Duration = Duration::from_secs(20);
+/// How long one page load may take before `present`/`navigate` fail.
+pub const LOAD_DEADLINE: Duration = Duration::from_secs(30);
+/// How long one DevTools command may take (a screenshot, the window's bounds).
+const COMMAND_DEADLINE: Duration = Duration::from_secs(15);
+/// What is kept of Chromium's own output, for the error when it fails to start.
+const OUTPUT_LIMIT: usize = 16 * 1024;
+
+/// Where and how large the canvas is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Geometry {
+    pub width: u32,
+    pub height: u32,
+    /// A window's left edge (`None`: centred); a headless canvas has no place.
+    pub x: Option<i32>,
+    /// Its top edge.
+    pub y: Option<i32>,
+}
+
+/// A running canvas browser: its process tree, the DevTools connection and the one page.
+pub struct Browser {
+    job: Option<Job>,
+    pid: u32,
+    profile: Option<tempfile::TempDir>,
+    cdp: chromiumoxide::Browser,
+    handler: tokio::task::JoinHandle<()>,
+    page: chromiumoxide::Page,
+}
+
+/// How an evaluation ended.
+#[derive(Debug)]
+pub enum Evaluated {
+    Value(Value),
+    /// The script threw (or its promise rejected): what the exception says.
+    Threw(String),
+    /// It ran past the bound and was stopped.
+    TimedOut,
+}
+
+impl Browser {
+    /// Starts `program`, headless, at `geometry`'s size.
+    pub async fn start(program: &Path, geometry: &Geometry) -> Result<Browser, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let profile = tempfile::Builder::new()
+            .prefix("clawmcp-canvas-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|error| format!("cannot create the browser's private profile directory: {error}"))?;
+        let argv = arguments(program, profile.path(), geometry);
+        let options = JobOptions { timeout: None, output_limit: OUTPUT_LIMIT, pipe_stdin: false };
+        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, options)
+            .map_err(|error| format!("cannot start chromium: {error}"))?;
+        let pid = job.pid();
+        tracing::info!(pid, "canvas browser started");
+        let endpoint = match wait_for_endpoint(&job, profile.path()).await {
+            Ok(endpoint) => endpoint,
+            Err(error) => {
+                job.kill().await;
+                return Err(error);
+            }
+        };
+        let config = HandlerConfig {
+            // Certificate errors are errors: a canvas is not a place to click through them.
+            ignore_https_errors: false,
+            viewport: None,
+            // A page load is one request (Page.navigate until loaded): bounded by the load's deadline.
+            request_timeout: LOAD_DEADLINE,
+            ..HandlerConfig::default()
+        };
+        let connected =
+            tokio::time::timeout(COMMAND_DEADLINE, chromiumoxide::Browser::connect_with_config(endpoint, config));
+        let (cdp, mut handler) = match connected.await {
+            Ok(Ok(connected)) => connected,
+            failed => {
+                job.kill().await;
+                let why = match failed {
+                    Ok(Err(error)) => error.to_string(),
+                    _ => "no answer in time".to_owned(),
+                };
+                return Err(format!("cannot connect to chromium's DevTools endpoint: {why}"));
+            }
+        };
+        let handler = tokio::spawn(async move {
+            while let Some(event) = handler.next().await {
+                if let Err(error) = event {
+                    tracing::debug!(%error, "canvas DevTools connection ended");
+                    break;
+                }
+            }
+        });
+        let page = match first_page(&cdp).await {
+            Ok(page) => page,
+            Err(error) => {
+                handler.abort();
+                job.kill().await;
+                return Err(error);
+            }
+        };
+        Ok(Browser { job: Some(job), pid, profile: Some(profile), cdp, handler, page })
+    }
+
+    /// The main Chromium process (its reaper is its parent).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The private profile directory, removed when the browser stops.
+    pub fn profile(&self) -> Option<PathBuf> {
+        self.profile.as_ref().map(|dir| dir.path().to_owned())
+    }
+
+    /// Whether the process runs and the DevTools connection is up.
+    pub fn alive(&self) -> bool {
+        self.job.as_ref().is_some_and(|job| job.exit().is_none()) && !self.handler.is_finished()
+    }
+
+    /// Sizes the canvas (its viewport, exactly).
+    pub async fn set_geometry(&self, geometry: &Geometry) -> Result<(), String> {
+        let (width, height) = (i64::from(geometry.width), i64::from(geometry.height));
+        let metrics = SetDeviceMetricsOverrideParams::new(width, height, 1.0, false);
+        self.command(self.page.execute(metrics)).await.map(drop)
+    }
+
+    /// Loads `url` and waits for it (bounded by [`LOAD_DEADLINE`]).
+    pub async fn load(&self, url: &str) -> Result<(), String> {
+        match tokio::time::timeout(LOAD_DEADLINE, self.page.goto(url)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!("the page did not load within {} s", LOAD_DEADLINE.as_secs())),
+        }
+    }
+
+    /// Runs `script` in the page: its value (a promise's, once settled) as JSON.
+    pub async fn evaluate(&self, script: &str, bound: Duration) -> Result<Evaluated, String> {
+        let params = EvaluateParams::builder()
+            .expression(script)
+            .return_by_value(true)
+            .await_promise(true)
+            .user_gesture(true)
+            .timeout(TimeDelta::new(bound.as_millis() as f64))
+            .build()
+            .map_err(|error| format!("cannot build the evaluation: {error}"))?;
+        let started = std::time::Instant::now();
+        let answer = match tokio::time::timeout(bound + Duration::from_millis(250), self.page.execute(params)).await {
+            // Chromium answers a script its own bound stopped with an internal error.
+            Ok(Err(_)) if started.elapsed() >= bound => return Ok(Evaluated::TimedOut),
+            Ok(answer) => answer.map_err(|error| error.to_string())?,
+            Err(_) => {
+                // A promise that never settles, or a loop the renderer's own bound missed.
+                let _ = tokio::time::timeout(COMMAND_DEADLINE, self.page.execute(TerminateExecutionParams::default()))
+                    .await;
+                return Ok(Evaluated::TimedOut);
+            }
+        };
+        let result = answer.result;
+        if let Some(exception) = result.exception_details {
+            let description = exception.exception.as_ref().and_then(|e| e.description.clone());
+            let what = description.unwrap_or(exception.text);
+            // Chromium's own words when its bound stopped the script.
+            if what.contains("Execution was terminated") {
+                return Ok(Evaluated::TimedOut);
+            }
+            return Ok(Evaluated::Threw(what));
+        }
+        let object = result.result;
+        Ok(Evaluated::Value(match (object.value, object.unserializable_value) {
+            (Some(value), _) => value,
+            // NaN, Infinity, -0, a BigInt: their JavaScript spelling.
+            (None, Some(unserializable)) => Value::String(unserializable.inner().clone()),
+            (None, None) => Value::Null,
+        }))
+    }
+
+    /// The page as PNG bytes, exactly the canvas's size.
+    pub async fn screenshot(&self) -> Result<Vec<u8>, String> {
+        let params = CaptureScreenshotParams::builder().format(CaptureScreenshotFormat::Png).from_surface(true).build();
+        let shot = self.command(self.page.execute(params)).await?;
+        let text: &str = shot.result.data.as_ref();
+        STANDARD.decode(text).map_err(|error| format!("chromium sent a screenshot that is not base64: {error}"))
+    }
+
+    /// `version` of the running Chromium (`Chrome/156.0...`).
+    pub async fn version(&self) -> Result<String, String> {
+        self.command(self.cdp.version()).await.map(|version| version.product.clone())
+    }
+
+    /// Stops the whole tree (SIGTERM, a short grace, SIGKILL), waits until it is gone, then
+    /// removes the profile.
+    pub async fn stop(mut self) {
+        self.handler.abort();
+        if let Some(job) = self.job.take() {
+            job.kill().await;
+        }
+        if let Some(profile) = self.profile.take()
+            && let Err(error) = profile.close()
+        {
+            tracing::warn!(%error, "cannot remove the canvas browser's profile");
+        }
+        tracing::info!(pid = self.pid, "canvas browser stopped");
+    }
+
+    async fn command<T>(&self, future: impl Future<Output = chromiumoxide::Result<T>>) -> Result<T, String> {
+        match tokio::time::timeout(COMMAND_DEADLINE, future).await {
+            Ok(answer) => answer.map_err(|error| error.to_string()),
+            Err(_) => Err(format!("chromium did not answer within {} s", COMMAND_DEADLINE.as_secs())),
+        }
+    }
+}
+
+impl Drop for Browser {
+    /// Dropped without [`Browser::stop`] (the node exits): the tree is SIGKILLed at once (the
+    /// job's drop), and the profile removed once the main process is gone (bounded, off the
+    /// async threads).
+    fn drop(&mut self) {
+        self.handler.abort();
+        let Some(job) = self.job.take() else { return };
+        drop(job);
+        if let Some(profile) = self.profile.take() {
+            let proc = PathBuf::from(format!("/proc/{}", self.pid));
+            let remove = move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(3);
+                while alive(&proc) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let _ = profile.close();
+            };
+            if std::thread::Builder::new().name("canvas-profile".into()).spawn(remove).is_err() {
+                tracing::warn!("cannot remove the canvas browser's profile");
+            }
+        }
+    }
+}
+
+/// Whether the process at `/proc/PID` runs (a zombie has ended).
+fn alive(proc: &Path) -> bool {
+    match std::fs::read_to_string(proc.join("stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Chromium's command line. `--no-sandbox` only as root, where Chromium refuses to start
+/// without it; `--test-type` keeps the "unsupported command-line flag" infobar off the page;
+/// the background-networking flags keep Chromium from calling Google's services.
+fn arguments(program: &Path, profile: &Path, geometry: &Geometry) -> Vec<String> {
+    let mut argv = vec![
+        program.display().to_string(),
+        format!("--user-data-dir={}", profile.display()),
+        "--remote-debugging-address=127.0.0.1".to_owned(),
+        "--remote-debugging-port=0".to_owned(),
+        "--no-first-run".to_owned(),
+        "--no-default-browser-check".to_owned(),
+        "--test-type".to_owned(),
+        "--disable-background-networking".to_owned(),
+        "--disable-component-update".to_owned(),
+        "--disable-sync".to_owned(),
+        "--disable-extensions".to_owned(),
+        "--disable-default-apps".to_owned(),
+        "--disable-quic".to_owned(),
+        "--disable-dev-shm-usage".to_owned(),
+        "--disable-features=Translate,MediaRouter,OptimizationHints".to_owned(),
+        "--metrics-recording-only".to_owned(),
+        "--password-store=basic".to_owned(),
+        "--hide-scrollbars".to_owned(),
+        "--mute-audio".to_owned(),
+        format!("--window-size={},{}", geometry.width, geometry.height),
+    ];
+    if nix::unistd::geteuid().is_root() {
+        argv.push("--no-sandbox".to_owned());
+    }
+    argv.extend(["--headless".to_owned(), "--disable-gpu".to_owned(), "about:blank".to_owned()]);
+    argv
+}
+
+/// The DevTools WebSocket address from `DevToolsActivePort` (line 1 the port, line 2 the path).
+async fn wait_for_endpoint(job: &Job, profile: &Path) -> Result<String, String> {
+    let file = profile.join("DevToolsActivePort");
+    let deadline = tokio::time::Instant::now() + START_DEADLINE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            let mut lines = text.lines();
+            if let (Some(port), Some(path)) = (lines.next(), lines.next())
+                && let Ok(port) = port.trim().parse::<u16>()
+                && path.starts_with("/devtools/browser/")
+            {
+                return Ok(format!("ws://127.0.0.1:{port}{}", path.trim()));
+            }
+        }
+        let output = || {
+            let text = job.output_since(0).text;
+            let tail: Vec<&str> = text.lines().rev().take(12).collect();
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        };
+        if let Some(exit) = job.exit() {
+            return Err(format!(
+                "chromium exited (code {}) before it was ready; it said:\n{}",
+                exit.exit_code,
+                output()
+            ));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "chromium did not open its DevTools port within {} s; it said:\n{}",
+                START_DEADLINE.as_secs(),
+                output()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The canvas's page: a new one (the browser's first, about:blank, stays unused).
+async fn first_page(cdp: &chromiumoxide::Browser) -> Result<chromiumoxide::Page, String> {
+    match tokio::time::timeout(COMMAND_DEADLINE, cdp.new_page("about:blank")).await {
+        Ok(page) => page.map_err(|error| format!("cannot open the canvas page: {error}")),
+        Err(_) => Err("cannot open the canvas page: chromium did not answer in time".to_owned()),
+    }
+}

@@ -1,0 +1,603 @@
+//! canvas.* against a real headless Chromium (Debian's `chromium`; without it these tests fail
+//! saying `apt-get install chromium`): a page of random colours presented and its snapshot's
+//! decoded pixels compared exactly; a loopback page's nonce title read back through eval; eval's
+//! exceptions and time bound; non-http(s) URLs refused; the browser's whole process tree (found in
+//! /proc) gone after hide, shutdown and drop, with its profile; the switch and the missing
+//! program; and a page that knows the endpoints cannot drive the browser over DevTools nor call
+//! the node's real MCP listener, even with its token. Every browser is the test's own and at most two run at once.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_mcp::{CallContext, Content};
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use super::*;
+use crate::capability::{Caller, InvokeRequest};
+use crate::test_support::require;
+
+/// Chromium is heavy for a 2-core machine: at most two test browsers at once.
+static BROWSERS: Semaphore = Semaphore::const_new(2);
+
+fn settings(dir: &Path, on: bool) -> Arc<LiveSettings> {
+    switch(dir, on);
+    Arc::new(LiveSettings::open(dir.join("settings.json")).unwrap())
+}
+
+fn switch(dir: &Path, on: bool) {
+    std::fs::write(dir.join("settings.json"), format!("{{\"NodeCanvasEnabled\": {on}}}")).unwrap();
+}
+
+/// A headless canvas, switch on, its browser stopped `idle` after a hide.
+fn canvas(dir: &Path, idle: Duration) -> CanvasCapability {
+    require("chromium", "chromium");
+    let options = CanvasOptions { idle_after_hide: idle, path: None };
+    CanvasCapability::with_options(settings(dir, true), options)
+}
+
+fn find(canvas: &CanvasCapability, name: &str) -> Command {
+    canvas.commands().into_iter().find(|command| command.name() == name).unwrap()
+}
+
+async fn call(canvas: &CanvasCapability, name: &str, args: Value) -> ToolOutcome {
+    let request = InvokeRequest {
+        id: "t".into(),
+        command: name.into(),
+        args: args.as_object().cloned().unwrap_or_default(),
+        session_key: None,
+        caller: Caller::Mcp,
+    };
+    find(canvas, name).call(request, CallContext::detached()).await
+}
+
+/// The JSON answer, or the failure.
+async fn answer(canvas: &CanvasCapability, name: &str, args: Value) -> Result<Value, ToolFailure> {
+    call(canvas, name, args).await.map(|output| output.payload.unwrap())
+}
+
+/// The JSON answer of a call that must succeed, checked against the command's published output
+/// schema when it has one.
+async fn ok(canvas: &CanvasCapability, name: &str, args: Value) -> Value {
+    let answer =
+        answer(canvas, name, args).await.unwrap_or_else(|failure| panic!("{name} failed: {}", failure.message));
+    if let Some(schema) = find(canvas, name).tool().output_schema.as_ref() {
+        let validator = jsonschema::validator_for(&schema.to_value()).unwrap();
+        let problems: Vec<String> = validator.iter_errors(&answer).map(|error| error.to_string()).collect();
+        assert!(problems.is_empty(), "{name}: {answer} does not match its output schema: {problems:?}");
+    }
+    answer
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).unwrap();
+    bytes
+}
+
+fn nonce() -> String {
+    random_bytes::<8>().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hex(rgb: [u8; 3]) -> String {
+    format!("#{:02x}{:02x}{:02x}", rgb[0], rgb[1], rgb[2])
+}
+
+/// A process and its start time (field 22 of /proc/PID/stat), so a reused pid is not mistaken for it.
+fn start_time(pid: u32) -> Option<(u64, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields.get(19)?.parse().ok()?, fields.first()?.chars().next()?))
+}
+
+/// `pid` and every descendant, from /proc, with their start times.
+fn tree(pid: u32) -> BTreeSet<(u32, u64)> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        if let Some(parent) = rest.split_whitespace().nth(1).and_then(|ppid| ppid.parse().ok()) {
+            parents.push((child, parent));
+        }
+    }
+    let mut found = BTreeSet::from([pid]);
+    loop {
+        let before = found.len();
+        for &(child, parent) in &parents {
+            if found.contains(&parent) {
+                found.insert(child);
+            }
+        }
+        if found.len() == before {
+            break;
+        }
+    }
+    found.into_iter().filter_map(|pid| start_time(pid).map(|(started, _)| (pid, started))).collect()
+}
+
+/// The processes of `tree` still running (a zombie has ended; a reused pid is another process).
+fn still_running(tree: &BTreeSet<(u32, u64)>) -> Vec<u32> {
+    tree.iter()
+        .filter(|&&(pid, started)| start_time(pid).is_some_and(|(now, state)| now == started && state != 'Z'))
+        .map(|&(pid, _)| pid)
+        .collect()
+}
+
+/// The running browser's main pid, its process tree (at least the main process and one child),
+/// and its profile directory.
+async fn running(canvas: &CanvasCapability) -> (u32, BTreeSet<(u32, u64)>, std::path::PathBuf) {
+    let (pid, profile) = canvas.browser().await.expect("a browser runs");
+    let processes = tree(pid);
+    assert!(processes.len() >= 2, "chromium runs as a main process and its children: {processes:?}");
+    let profile = profile.expect("a profile");
+    assert!(profile.join("DevToolsActivePort").is_file(), "the profile is the browser's");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&profile).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the profile is private");
+    (pid, processes, profile)
+}
+
+async fn wait_gone(processes: &BTreeSet<(u32, u64)>, profile: &Path, within: Duration) {
+    let deadline = Instant::now() + within;
+    while (!still_running(processes).is_empty() || profile.exists()) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(still_running(processes), Vec::<u32>::new(), "no browser process is left");
+    assert!(!profile.exists(), "the profile {} is removed", profile.display());
+}
+
+fn decode_png(output: &ToolOutput) -> imaging::Pixels {
+    let Some(Content::Image { data, mime_type }) = output.blocks.first() else { panic!("no image block") };
+    assert_eq!(mime_type, "image/png");
+    let bytes = STANDARD.decode(data).unwrap();
+    imaging::opaque(imaging::decode_png(&bytes, 1 << 26).unwrap())
+}
+
+fn pixel(pixels: &imaging::Pixels, x: u32, y: u32) -> [u8; 3] {
+    let at = ((y * pixels.width + x) * 3) as usize;
+    [pixels.data[at], pixels.data[at + 1], pixels.data[at + 2]]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::print_stderr)]
+async fn a_presented_page_is_snapshotted_with_its_exact_pixels() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    let [background, square] = [random_bytes::<3>(), random_bytes::<3>()];
+    let html = format!(
+        "<!doctype html><html><body style=\"margin:0;background:{}\"><div style=\"position:absolute;left:40px;\
+         top:30px;width:50px;height:60px;background:{}\"></div></body></html>",
+        hex(background),
+        hex(square)
+    );
+    let started = Instant::now();
+    assert_eq!(
+        ok(&canvas, "canvas.present", json!({"html": html, "width": 320, "height": 200})).await,
+        json!({"presented": true})
+    );
+    let presented = started.elapsed();
+    let output = call(&canvas, "canvas.snapshot", json!({})).await.unwrap();
+    eprintln!(
+        "canvas: first present (browser start + load) {presented:?}, then snapshot {:?}",
+        started.elapsed() - presented
+    );
+    let meta = output.payload.clone().unwrap();
+    assert_eq!(
+        (meta["format"].clone(), meta["width"].clone(), meta["height"].clone()),
+        (json!("png"), json!(320), json!(200))
+    );
+    let gateway = output.gateway.clone().unwrap();
+    let keys: Vec<&str> = gateway.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["format", "base64"], "upstream's payload");
+    let pixels = decode_png(&output);
+    assert_eq!((pixels.width, pixels.height), (320, 200));
+    for y in 0..200 {
+        for x in 0..320 {
+            let inside = (40..90).contains(&x) && (30..90).contains(&y);
+            let expected = if inside { square } else { background };
+            assert_eq!(pixel(&pixels, x, y), expected, "pixel ({x}, {y})");
+        }
+    }
+    // A page without a title is titled as asked (default Canvas).
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": "document.title"})).await, json!({"result": "Canvas"}));
+
+    // Another size, scaled down and in JPEG: the background is the colour, within JPEG's error.
+    let plain = format!("<body style=\"margin:0;background:{}\"></body>", hex(background));
+    let title = nonce();
+    let again = Instant::now();
+    ok(&canvas, "canvas.present", json!({"html": plain, "width": 400, "height": 300, "title": title})).await;
+    let output =
+        call(&canvas, "canvas.snapshot", json!({"format": "jpeg", "maxWidth": 200, "quality": 95})).await.unwrap();
+    eprintln!("canvas: present + snapshot on a running browser {:?}", again.elapsed());
+    let meta = output.payload.clone().unwrap();
+    assert_eq!(
+        (meta["width"].clone(), meta["height"].clone(), meta["capturedWidth"].clone()),
+        (json!(200), json!(150), json!(400))
+    );
+    let Some(Content::Image { data, mime_type }) = output.blocks.first() else { panic!("no image block") };
+    assert_eq!(mime_type, "image/jpeg");
+    let mut decoder = jpeg_decoder::Decoder::new(std::io::Cursor::new(STANDARD.decode(data).unwrap()));
+    let rgb = decoder.decode().unwrap();
+    let info = decoder.info().unwrap();
+    assert_eq!((info.width, info.height), (200, 150));
+    let centre = ((75 * 200 + 100) * 3) as usize;
+    for channel in 0..3 {
+        let delta = i16::from(rgb[centre + channel]) - i16::from(background[channel]);
+        assert!(delta.abs() <= 8, "jpeg centre {:?} vs {background:?}", &rgb[centre..centre + 3]);
+    }
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"javaScript": "document.title"})).await, json!({"result": title}));
+    canvas.shutdown().await;
+}
+
+/// A loopback HTTP server answering every request with a page titled `title`, for `requests`
+/// requests.
+fn serve_title(title: &str, requests: usize) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = format!("<!doctype html><title>{title}</title><body>hello</body>");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(requests) {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigate_loads_the_page_and_eval_reads_its_nonce_title() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    let title = nonce();
+    let port = serve_title(&title, 8);
+    // navigate presents the canvas when it is not shown; the URL comes back canonical.
+    let url = format!("HTTP://127.0.0.1:{port}/page?n={title}");
+    let navigated = ok(&canvas, "canvas.navigate", json!({"url": url})).await;
+    assert_eq!(
+        navigated,
+        json!({"navigated": true, "opener": "canvas", "url": format!("http://127.0.0.1:{port}/page?n={title}")})
+    );
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": "document.title"})).await, json!({"result": title}));
+    assert_eq!(
+        ok(&canvas, "canvas.eval", json!({"javascript": "location.pathname"})).await,
+        json!({"result": "/page"})
+    );
+    // Values as JSON: a promise's once settled, undefined as null, the unserializable as text.
+    let cases = [
+        ("Promise.resolve(6 * 7)", json!(42)),
+        ("({a: [1, 'b', null], t: true})", json!({"a": [1, "b", null], "t": true})),
+        ("undefined", json!(null)),
+        ("0 / 0", json!("NaN")),
+        ("2n ** 70n", json!("1180591620717411303424n")),
+        ("new Promise(r => setTimeout(() => r('late'), 50))", json!("late")),
+    ];
+    for (script, expected) in cases {
+        assert_eq!(
+            ok(&canvas, "canvas.eval", json!({"script": script})).await,
+            json!({"result": expected}),
+            "{script}"
+        );
+    }
+    // A page that cannot be reached says why.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let failed =
+        answer(&canvas, "canvas.navigate", json!({"url": format!("http://127.0.0.1:{closed}/")})).await.unwrap_err();
+    assert!(failed.message.starts_with("Navigate failed: net::ERR_CONNECTION_REFUSED"), "{}", failed.message);
+    canvas.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_errors_are_clear_and_a_script_that_runs_on_is_stopped_in_time() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    // Nothing presented: no browser is started for it.
+    let closed = answer(&canvas, "canvas.eval", json!({"script": "1"})).await.unwrap_err();
+    assert_eq!(closed.code, Some(NOT_OPEN));
+    assert!(closed.message.contains("call canvas.present first"), "{}", closed.message);
+    assert!(canvas.browser().await.is_none());
+    let snapshot = call(&canvas, "canvas.snapshot", json!({})).await.unwrap_err();
+    assert_eq!(snapshot.code, Some(NOT_OPEN));
+
+    ok(&canvas, "canvas.present", json!({"html": "<p>x</p>"})).await;
+    let missing = answer(&canvas, "canvas.eval", json!({"script": "  "})).await.unwrap_err();
+    assert!(missing.message.starts_with("Missing script parameter"), "{}", missing.message);
+    assert_eq!(missing.code, Some(INVALID_REQUEST));
+    let word = nonce();
+    let threw =
+        answer(&canvas, "canvas.eval", json!({"script": format!("throw new Error('boom {word}')")})).await.unwrap_err();
+    assert!(
+        threw.message.starts_with(&format!("Eval failed: the script threw Error: boom {word}")),
+        "{}",
+        threw.message
+    );
+    let rejected =
+        answer(&canvas, "canvas.eval", json!({"script": "Promise.reject(new TypeError('nope'))"})).await.unwrap_err();
+    assert!(rejected.message.starts_with("Eval failed: the script threw TypeError: nope"), "{}", rejected.message);
+    let syntax = answer(&canvas, "canvas.eval", json!({"script": "1 +"})).await.unwrap_err();
+    assert!(syntax.message.starts_with("Eval failed: the script threw SyntaxError"), "{}", syntax.message);
+
+    for script in ["while (true) {}", "new Promise(() => {})"] {
+        let started = Instant::now();
+        let stopped = answer(&canvas, "canvas.eval", json!({"script": script, "timeoutMs": 300})).await.unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(stopped.code, Some(TIMEOUT), "{script}: {}", stopped.message);
+        assert!(stopped.message.contains("still running after 300 ms"), "{}", stopped.message);
+        assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{script} stopped after {took:?}");
+        // The page still answers.
+        assert_eq!(
+            ok(&canvas, "canvas.eval", json!({"script": "1 + 1"})).await,
+            json!({"result": 2}),
+            "after {script}"
+        );
+    }
+    canvas.shutdown().await;
+}
+
+#[tokio::test]
+async fn urls_other_than_http_and_https_are_refused_before_any_browser_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    for url in [
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "data:text/html,<p>x</p>",
+        "about:blank",
+        "chrome://settings",
+        "ftp://example.com/",
+        "view-source:https://example.com/",
+    ] {
+        let refused = answer(&canvas, "canvas.navigate", json!({"url": url})).await.unwrap_err();
+        assert_eq!(refused.code, Some(INVALID_REQUEST), "{url}");
+        assert!(
+            refused.message.starts_with("Invalid url: the canvas opens only http and https URLs, not "),
+            "{url}: {}",
+            refused.message
+        );
+        let present = answer(&canvas, "canvas.present", json!({"url": url})).await.unwrap_err();
+        assert_eq!(present.message, refused.message, "present's url is held to the same rule");
+    }
+    let relative = answer(&canvas, "canvas.navigate", json!({"url": "/etc/passwd"})).await.unwrap_err();
+    assert!(relative.message.starts_with("Invalid url: relative URL without a base"), "{}", relative.message);
+    let missing = answer(&canvas, "canvas.navigate", json!({})).await.unwrap_err();
+    assert_eq!((missing.message.as_str(), missing.code), ("Missing url parameter", Some(INVALID_REQUEST)));
+    let both =
+        answer(&canvas, "canvas.present", json!({"url": "https://example.com", "html": "<p>"})).await.unwrap_err();
+    assert!(both.message.starts_with("present takes url or html, not both"), "{}", both.message);
+    let large = answer(&canvas, "canvas.present", json!({"html": "x".repeat(MAX_HTML_BYTES + 1)})).await.unwrap_err();
+    assert!(large.message.contains("more than the 1048576"), "{}", large.message);
+    let format = call(&canvas, "canvas.snapshot", json!({"format": "webp"})).await.unwrap_err();
+    assert_eq!(format.message, "Unsupported canvas snapshot format. Supported formats: png, jpeg.");
+    assert!(canvas.browser().await.is_none(), "no browser was started for a refused call");
+    // The clamps, as upstream's.
+    let parsed =
+        PresentArgs::parse(json!({"width": 5, "height": 99999, "x": -1, "y": 99999}).as_object().unwrap()).unwrap();
+    assert_eq!(parsed.geometry, Geometry { width: 100, height: 7680, x: None, y: Some(16384) });
+    let snapshot = SnapshotArgs::parse(json!({"maxWidth": 1, "quality": 0.5}).as_object().unwrap()).unwrap();
+    assert_eq!((snapshot.max_width, snapshot.quality), (32, 50));
+    assert_eq!(web_url("https://Example.COM:443/a/../b").unwrap(), "https://example.com/b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hide_shutdown_and_drop_leave_no_browser_process_and_no_profile() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Hidden with no idle bound: stopped before hide answers.
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    assert_eq!(ok(&canvas, "canvas.hide", json!({})).await, json!({"hidden": true}), "nothing shown: still hidden");
+    ok(&canvas, "canvas.present", json!({"html": "<p>one</p>"})).await;
+    let (_, processes, profile) = running(&canvas).await;
+    assert_eq!(ok(&canvas, "canvas.hide", json!({})).await, json!({"hidden": true}));
+    assert_eq!(still_running(&processes), Vec::<u32>::new(), "hide stopped the whole tree");
+    assert!(!profile.exists(), "and removed the profile");
+    assert!(canvas.browser().await.is_none());
+
+    // The node's shutdown.
+    ok(&canvas, "canvas.present", json!({"html": "<p>two</p>"})).await;
+    let (_, processes, profile) = running(&canvas).await;
+    canvas.shutdown().await;
+    assert_eq!(still_running(&processes), Vec::<u32>::new(), "shutdown stopped the whole tree");
+    assert!(!profile.exists());
+
+    // Dropped without a shutdown (a node that exits otherwise): killed at once all the same.
+    ok(&canvas, "canvas.present", json!({"html": "<p>three</p>"})).await;
+    let (_, processes, profile) = running(&canvas).await;
+    drop(canvas);
+    wait_gone(&processes, &profile, Duration::from_secs(5)).await;
+
+    // With an idle bound: kept while presented again within it, stopped once it passes.
+    let canvas = canvas_with_idle(dir.path(), Duration::from_millis(600));
+    ok(&canvas, "canvas.present", json!({"html": "<p>four</p>"})).await;
+    let (pid, processes, profile) = running(&canvas).await;
+    ok(&canvas, "canvas.hide", json!({})).await;
+    let hidden = answer(&canvas, "canvas.snapshot", json!({})).await.unwrap_err();
+    assert_eq!(hidden.code, Some(NOT_OPEN), "a hidden canvas is not snapshotted");
+    ok(&canvas, "canvas.present", json!({"html": "<p>five</p>"})).await;
+    assert_eq!(canvas.browser().await.map(|(again, _)| again), Some(pid), "the same browser, presented again");
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(still_running(&processes).contains(&pid), "a presented canvas is not stopped");
+    ok(&canvas, "canvas.hide", json!({})).await;
+    assert!(still_running(&processes).contains(&pid), "kept during the idle bound");
+    wait_gone(&processes, &profile, Duration::from_secs(5)).await;
+    assert!(canvas.browser().await.is_none());
+}
+
+fn canvas_with_idle(dir: &Path, idle: Duration) -> CanvasCapability {
+    canvas(dir, idle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    let dir = tempfile::tempdir().unwrap();
+    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: None };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), false), options);
+    let names: Vec<String> = canvas.commands().iter().map(|command| command.name().to_owned()).collect();
+    assert_eq!(
+        names,
+        ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot", "canvas.caps"]
+    );
+    let off = |canvas: &CanvasCapability| canvas.commands().iter().all(|command| !command.is_listed());
+    assert!(off(&canvas), "off: nothing is listed");
+    let reason = find(&canvas, "canvas.present").unavailable_reason().unwrap();
+    assert!(reason.contains("NodeCanvasEnabled is false"), "{reason}");
+    let refused = answer(&canvas, "canvas.present", json!({"html": "<p>x</p>"})).await.unwrap_err();
+    assert_eq!(refused.code, Some(UNAVAILABLE));
+    assert!(refused.message.contains("clawmcp settings set NodeCanvasEnabled true"), "{}", refused.message);
+    assert!(canvas.browser().await.is_none());
+
+    switch(dir.path(), true);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while off(&canvas) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(canvas.commands().iter().all(Command::is_listed), "on: every command is listed");
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!(
+        (caps["renderer"].clone(), caps["running"].clone(), caps["window"].clone()),
+        (json!("chromium"), json!(false), json!("headless"))
+    );
+    ok(&canvas, "canvas.present", json!({"html": "<title>on</title>"})).await;
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!((caps["running"].clone(), caps["visible"].clone()), (json!(true), json!(true)));
+    assert!(caps["browserVersion"].as_str().unwrap().starts_with("Chrome/"), "{caps}");
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": "document.title"})).await, json!({"result": "on"}));
+
+    switch(dir.path(), false);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !off(&canvas) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(off(&canvas), "off again: hidden at once");
+    let refused = answer(&canvas, "canvas.eval", json!({"script": "1"})).await.unwrap_err();
+    assert_eq!(refused.code, Some(UNAVAILABLE));
+    canvas.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_chromium_the_canvas_is_not_listed_and_says_which_package_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: Some(empty.path().into()) };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    let present = find(&canvas, "canvas.present");
+    assert!(!present.is_listed());
+    let reason = present.unavailable_reason().unwrap();
+    assert!(reason.contains("chromium is not installed") && reason.contains("apt install chromium"), "{reason}");
+    let refused = answer(&canvas, "canvas.present", json!({})).await.unwrap_err();
+    assert_eq!(refused.code, Some(UNAVAILABLE));
+    assert!(refused.message.contains("apt install chromium"), "{}", refused.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_in_the_canvas_cannot_drive_the_browser_over_devtools() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    ok(&canvas, "canvas.present", json!({"html": "<p>page</p>"})).await;
+    let (_, _, profile) = running(&canvas).await;
+    let active = std::fs::read_to_string(profile.join("DevToolsActivePort")).unwrap();
+    let mut lines = active.lines();
+    let endpoint = format!("ws://127.0.0.1:{}{}", lines.next().unwrap(), lines.next().unwrap());
+    // The page knows the endpoint (the worst case): Chromium still refuses its WebSocket, whose
+    // Origin is a web page's, while the node's own connection (no Origin) works.
+    let script = format!(
+        "new Promise(done => {{ const ws = new WebSocket({}); ws.onopen = () => done('open'); \
+         ws.onerror = () => done('refused'); setTimeout(() => done('no answer'), 3000); }})",
+        Value::from(endpoint.as_str())
+    );
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": script})).await, json!({"result": "refused"}));
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert!(caps["browserVersion"].as_str().unwrap().starts_with("Chrome/"), "the node still drives it");
+    canvas.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_in_the_canvas_cannot_reach_the_nodes_mcp_listener_even_with_its_token() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use clawmcp_http::client::McpClient;
+    use clawmcp_http::{HttpConfig, Limits};
+    use clawmcp_mcp::client::Answer;
+    use clawmcp_mcp::{DuplicatePolicy, McpServer, RequestId, ServerInfo};
+
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The node's real HTTP listener, serving one command that counts the calls reaching it.
+    let touched = Arc::new(AtomicUsize::new(0));
+    let registry = Arc::new(crate::Registry::new());
+    let spec = CommandSpec {
+        name: "probe.touch",
+        title: None,
+        description: Some("Counts its calls."),
+        input_schema: Some(object_schema(json!({}))),
+        output_schema: None,
+        annotations: ToolAnnotations::READ_ONLY,
+    };
+    let count = touched.clone();
+    registry.register_commands([spec.with_handler(move |_, _| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async { Ok(json!({"touched": true})) }
+    })]);
+    let service = crate::NodeMcpService::new(registry);
+    let info = ServerInfo { name: "clawmcp-test".into(), version: "0".into() };
+    let mcp = Arc::new(McpServer::new(info, Arc::new(service), DuplicatePolicy::Allow));
+    let token_path = dir.path().join("token");
+    let config = HttpConfig { port: 0, token_path: token_path.clone(), limits: Limits::default() };
+    let server = clawmcp_http::bind(config).await.unwrap();
+    let port = server.local_addr().port();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let served = tokio::spawn(server.serve(mcp, stop.clone()));
+    let token = clawmcp_http::token::read_token_file(&token_path).unwrap().unwrap();
+    let client = McpClient::loopback(port).with_bearer(Some(token.clone()));
+    let endpoint = client.endpoint();
+
+    // A web page on a loopback origin that knows the endpoint and the token (the worst case).
+    let canvas = canvas(dir.path(), Duration::ZERO);
+    let page = serve_title("page", 4);
+    ok(&canvas, "canvas.navigate", json!({"url": format!("http://127.0.0.1:{page}/")})).await;
+    let script = format!(
+        "(async () => {{ const url = {url}; const out = []; \
+         const body = JSON.stringify({{jsonrpc: '2.0', id: 1, method: 'tools/call', params: {{name: 'probe.touch', arguments: {{}}}}}}); \
+         try {{ const r = await fetch(url, {{method: 'POST', mode: 'no-cors', body, headers: {{'Content-Type': 'text/plain'}}}}); out.push('simple:' + r.type); }} catch (e) {{ out.push('simple:error'); }} \
+         try {{ const r = await fetch(url, {{method: 'POST', body, headers: {{'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream', 'Authorization': 'Bearer ' + {token}}}}}); out.push('cors:' + r.status); }} catch (e) {{ out.push('cors:error'); }} \
+         return out; }})()",
+        url = Value::from(endpoint.as_str()),
+        token = Value::from(token.as_str()),
+    );
+    let tried = ok(&canvas, "canvas.eval", json!({"script": script})).await;
+    assert_eq!(tried, json!({"result": ["simple:opaque", "cors:error"]}), "what the page saw");
+    // The canvas itself opened at the endpoint: the gate's refusal is what it shows.
+    ok(&canvas, "canvas.navigate", json!({"url": endpoint})).await;
+    let shown = ok(&canvas, "canvas.eval", json!({"script": "document.body.innerText"})).await;
+    assert!(shown["result"].as_str().unwrap().contains("not allowed"), "{shown}");
+    assert_eq!(touched.load(Ordering::SeqCst), 0, "no call from the canvas reached the command");
+
+    // The control: the node's own client, with the token, does reach it.
+    let mut client = client;
+    let init =
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}});
+    client.initialize(&init).await.unwrap();
+    let params = json!({"name": "probe.touch", "arguments": {}});
+    let answer = client.request(&RequestId::number(2), "tools/call", Some(&params)).await.unwrap();
+    assert!(matches!(answer, Answer::Result(_)), "{answer:?}");
+    assert_eq!(touched.load(Ordering::SeqCst), 1);
+    canvas.shutdown().await;
+    stop.cancel();
+    served.await.unwrap().unwrap();
+}
