@@ -770,5 +770,6 @@ fn unavailable(command: &str, missing: Option<MissingBackend>) -> ToolFailure {
     ToolFailure::new(format!("{command} is not available on this machine: {why}")).with_code(UNAVAILABLE)
 }
 
-#[cfg(test)]
+// The tests run the engine (a build without it has only the status to test, in tests/).
+#[cfg(all(test, feature = "whisper"))]
 mod tests;
