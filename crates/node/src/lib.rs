@@ -13,7 +13,7 @@
 //! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
 //! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
 //! - [`canvas`]: `canvas.present/hide/navigate/eval/snapshot/caps` (Chromium over the DevTools protocol).
-//! - [`stt`]: `stt.transcribe`, `stt.status` (Whisper through CTranslate2, feature `whisper`; models from
+//! - [`stt`]: `stt.transcribe`, `stt.listen`, `stt.status` (Whisper through CTranslate2, feature `whisper`; models from
 //!   `clawmcp models install`).
 //! - [`files`]: `file.stat`, `file.fetch`, `file.create`, `file.write`, `dir.list`, `dir.fetch`, `fs.listDir`
 //!   (the real node host's file commands, inside the owner's `NodeFileRoots`) and the file channel

@@ -95,8 +95,10 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "dir.list"
         | "dir.fetch"
         | "fs.listDir"
-        // Reads an audio file (inside the file roots) and says what was said; status changes nothing.
+        // Reads an audio file (inside the file roots) or the microphone and says what was said;
+        // status changes nothing.
         | "stt.transcribe"
+        | "stt.listen"
         | "stt.status"
         // A picture of the canvas's own page, and what the renderer supports: nothing changes.
         | "canvas.snapshot"

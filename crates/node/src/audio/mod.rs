@@ -1,5 +1,6 @@
 //! The node's audio I/O: playing a WAV to the default sink of the user's sound server, and
-//! (for `stt.listen`, next) recording from a source. Both go through PulseAudio's native
+//! recording from a source, into a file ([`Capture::record`]) or as a stream of samples handed
+//! to a listener as they arrive ([`Capture::listen`], `stt.listen`). Both go through PulseAudio's native
 //! protocol, which PipeWire serves too (`pipewire-pulse`), so one client covers both servers.
 //!
 //! The client is pulseaudio-utils' `paplay` / `pactl` / `parecord`, one child per call run by
@@ -226,9 +227,10 @@ impl Playback {
     }
 }
 
-/// Records from a source of one sound server: the API `stt.listen` will use. A recording is
-/// `parecord --file-format=wav` into a private file for at most `duration`, stopped early by
-/// `cancel`; the same errors as [`Playback`] (no server, no default source).
+/// Records from a source of one sound server. A recording is `parecord --file-format=wav` into a
+/// private file for at most `duration`, stopped early by `cancel`; or, for [`Capture::listen`],
+/// raw 16 kHz mono samples read as they arrive. The same errors as [`Playback`] (no server, no
+/// default source).
 #[derive(Debug, Clone, Default)]
 pub struct Capture {
     pub server: SoundServer,
@@ -258,6 +260,112 @@ impl Capture {
             Err(e) => return Err(e),
         }
         WavInfo::read(into).map_err(|e| AudioError::Failed(format!("the recording is unreadable: {e}")))
+    }
+}
+
+/// The sample rate [`Capture::listen`] asks the server for (Whisper's and the VAD's).
+pub const LISTEN_RATE: u32 = 16_000;
+/// How often [`Capture::listen`] looks for new samples and asks its listener whether to stop.
+pub const LISTEN_POLL: Duration = Duration::from_millis(20);
+
+/// What a [`Capture::listen`] listener answers after each look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard {
+    /// Keep recording.
+    More,
+    /// Enough: stop the recorder now.
+    Enough,
+}
+
+/// How a [`Capture::listen`] ended (a cancel is [`AudioError::Cancelled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenEnd {
+    /// The listener said [`Heard::Enough`].
+    Enough,
+    /// The time limit passed first.
+    TimedOut,
+}
+
+impl Capture {
+    /// Records until `listener` says [`Heard::Enough`] or `limit` has passed (wall-clock: a
+    /// silent monitor sends no data at all, and the call still ends on time), whichever first;
+    /// `cancel` stops it with no result. Every [`LISTEN_POLL`] the listener gets the samples
+    /// (16 kHz mono, 16-bit) that arrived since the last look (often none) and the time since
+    /// the start. However it ends, the recorder's whole tree is gone when this returns.
+    ///
+    /// parecord writes raw samples into `raw` (a file in a private directory), which is read
+    /// as it grows: [`clawmcp_process::run`] owns the child (a time limit and a kill that stop
+    /// its tree), and a file needs no second pipe reader beside it. `--latency-msec` makes the
+    /// server hand over samples every few tens of ms instead of its default of about 2 s.
+    pub async fn listen(
+        &self,
+        raw: &Path,
+        limit: Duration,
+        cancel: &CancellationToken,
+        mut listener: impl FnMut(&[i16], Duration) -> Heard,
+    ) -> Result<ListenEnd, AudioError> {
+        use std::io::Read;
+        let parecord = MissingBackend::program("parecord", CLIENT_PACKAGE).map_err(AudioError::Missing)?;
+        let mut argv = vec![parecord.to_string_lossy().into_owned()];
+        argv.extend(
+            ["--raw", "--format=s16le", "--channels=1", "--latency-msec=30"]
+                .map(String::from)
+                .into_iter()
+                .chain([format!("--rate={LISTEN_RATE}")]),
+        );
+        if let Some(source) = &self.source {
+            argv.push(format!("--device={source}"));
+        }
+        argv.push(raw.to_string_lossy().into_owned());
+        // Created (empty) before parecord starts, so the reader can open it at once.
+        std::fs::File::create(raw).map_err(|e| AudioError::Failed(format!("cannot create {}: {e}", raw.display())))?;
+        let mut file =
+            std::fs::File::open(raw).map_err(|e| AudioError::Failed(format!("cannot read {}: {e}", raw.display())))?;
+        // Stopping the recorder ourselves (the listener had enough, the time is up) is the
+        // child's cancellation; the caller's cancel reaches it through the parent token.
+        let stop = cancel.child_token();
+        let recorder = run_client(&self.server, argv, limit + PREFLIGHT_TIMEOUT, &stop);
+        tokio::pin!(recorder);
+        let started = tokio::time::Instant::now();
+        let mut ticks = tokio::time::interval(LISTEN_POLL);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut bytes, mut samples, mut chunk) = (Vec::new(), Vec::new(), vec![0u8; 64 << 10]);
+        let mut ended = None;
+        loop {
+            tokio::select! {
+                outcome = &mut recorder => {
+                    return match (outcome, ended) {
+                        _ if cancel.is_cancelled() => Err(AudioError::Cancelled),
+                        (Err(AudioError::Cancelled), Some(end)) => Ok(end),
+                        (Err(e), _) => Err(e),
+                        (Ok(_), _) => Err(AudioError::Failed("parecord stopped recording by itself".to_owned())),
+                    };
+                }
+                _ = ticks.tick(), if ended.is_none() => {
+                    loop {
+                        match file.read(&mut chunk) {
+                            Ok(0) => break,
+                            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => return Err(AudioError::Failed(format!("cannot read the recording: {e}"))),
+                        }
+                    }
+                    let whole = bytes.len() / 2 * 2;
+                    samples.clear();
+                    samples.extend(bytes[..whole].chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])));
+                    bytes.drain(..whole);
+                    let elapsed = started.elapsed();
+                    if listener(&samples, elapsed) == Heard::Enough {
+                        ended = Some(ListenEnd::Enough);
+                    } else if elapsed >= limit {
+                        ended = Some(ListenEnd::TimedOut);
+                    }
+                    if ended.is_some() {
+                        stop.cancel();
+                    }
+                }
+            }
+        }
     }
 }
 

