@@ -5,9 +5,11 @@
 //! | [`browser`] | the one Chromium process tree (under a `clawmcp_process` reaper), its private profile, the DevTools connection (chromiumoxide, loopback) |
 //! | this file | the commands: upstream's arguments, clamps, results and errors; the browser's lifetime |
 //!
-//! The canvas is headless Chromium of the requested size (a window on the X display is the next
-//! slice): `canvas.snapshot` shows it, `x`/`y` are accepted and have no effect yet. The browser is started by the first command that needs it, stopped a while after
-//! `canvas.hide` ([`IDLE_AFTER_HIDE`]) and when the node stops ([`CanvasCapability::shutdown`],
+//! The canvas is Chromium of the requested size: an app-mode window at `x`/`y` titled as asked when
+//! an X server answers on `DISPLAY` ([`Screen`]), headless otherwise (`x`/`y` then have no
+//! effect); `canvas.snapshot` shows the page either way and `canvas.caps` says which. The browser
+//! is started by the first command that needs it, stopped when a window is hidden, a while after
+//! a headless canvas is hidden ([`IDLE_AFTER_HIDE`]), and when the node stops ([`CanvasCapability::shutdown`],
 //! and, as a backstop, when the capability is dropped). `navigate` and `present`'s `url` take
 //! http and https only; `html` is shown from a `data:` URL (an opaque origin: the page reaches
 //! no file and no other site's storage). A2UI (`canvas.a2ui.*`) is not served yet.
@@ -36,7 +38,7 @@ use crate::imaging;
 use crate::settings::LiveSettings;
 
 use browser::{Browser, Evaluated};
-pub use browser::{Geometry, LOAD_DEADLINE, START_DEADLINE};
+pub use browser::{Geometry, LOAD_DEADLINE, START_DEADLINE, Window};
 
 /// How long the browser is kept after `canvas.hide`, so a `present` soon after is instant.
 pub const IDLE_AFTER_HIDE: Duration = Duration::from_secs(60);
@@ -68,11 +70,50 @@ pub struct CanvasOptions {
     pub idle_after_hide: Duration,
     /// The search path for `chromium`; `None` is the node's `PATH`.
     pub path: Option<OsString>,
+    /// Where the canvas shows.
+    pub screen: Screen,
+}
+
+/// Where the canvas shows, decided when its browser starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    /// A window on the node's X display (`DISPLAY`) when it answers, else headless.
+    Env,
+    /// Headless whatever the environment.
+    Headless,
+    /// A window on this X display (`:99`).
+    X11(String),
+}
+
+impl Screen {
+    /// The window the next browser opens: `DISPLAY` only when an X server answers on it, since a
+    /// stale `DISPLAY` (an ssh session's, a stopped Xvfb's) would make Chromium exit at start.
+    /// A Wayland session without Xwayland is headless: Chromium's Wayland window is not built yet.
+    async fn resolve(&self) -> Window {
+        match self {
+            Screen::Headless => Window::Headless,
+            Screen::X11(display) => Window::X11(display.clone()),
+            Screen::Env => match std::env::var("DISPLAY") {
+                Ok(name) if !name.is_empty() => {
+                    let probe = name.clone();
+                    let answers = tokio::task::spawn_blocking(move || x11rb::connect(Some(&probe)).is_ok());
+                    match answers.await {
+                        Ok(true) => Window::X11(name),
+                        _ => {
+                            tracing::info!(display = %name, "no X server answers on DISPLAY; the canvas is headless");
+                            Window::Headless
+                        }
+                    }
+                }
+                _ => Window::Headless,
+            },
+        }
+    }
 }
 
 impl Default for CanvasOptions {
     fn default() -> Self {
-        CanvasOptions { idle_after_hide: IDLE_AFTER_HIDE, path: None }
+        CanvasOptions { idle_after_hide: IDLE_AFTER_HIDE, path: None, screen: Screen::Env }
     }
 }
 
@@ -193,11 +234,12 @@ impl Canvas {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: {missing}")).with_code("CANVAS_NOT_AVAILABLE")
             })?;
             let started = Instant::now();
-            let browser = Browser::start(&program, geometry).await.map_err(|error| {
+            let window = self.options.screen.resolve().await;
+            let browser = Browser::start(&program, geometry, &window).await.map_err(|error| {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: the canvas browser did not start: {error}"))
                     .with_code("CANVAS_NOT_AVAILABLE")
             })?;
-            tracing::info!(ms = started.elapsed().as_millis() as u64, "canvas browser ready");
+            tracing::info!(ms = started.elapsed().as_millis() as u64, ?window, "canvas browser ready");
             state.browser = Some(browser);
         }
         Ok(state.browser.as_ref().expect("set above"))
@@ -226,6 +268,14 @@ impl Canvas {
         state.visible = false;
         state.generation += 1;
         let Some(browser) = state.browser.as_ref() else { return Ok(json!({"hidden": true})) };
+        // A window is hidden by closing it: a window manager may not honour a minimise, and a
+        // blank window left on the screen is not hidden.
+        if browser.window() != &Window::Headless {
+            if let Some(browser) = state.browser.take() {
+                browser.stop().await;
+            }
+            return Ok(json!({"hidden": true}));
+        }
         // What it showed is gone at once; the process a while later.
         if let Err(error) = browser.load("about:blank").await {
             tracing::warn!(%error, "the canvas could not be cleared; stopping its browser");
@@ -324,18 +374,24 @@ impl Canvas {
             Some(browser) => browser.version().await.ok(),
             None => None,
         };
+        // The running browser's mode, else the one the next start would choose.
+        let window = match running {
+            Some(browser) => browser.window().clone(),
+            None => self.options.screen.resolve().await,
+        };
+        let windowed = window != Window::Headless;
         Ok(json!({
             "renderer": "chromium",
             "eval": true,
             "snapshot": true,
             "navigate": true,
             "a2ui": {"version": "0.8", "introspect": false, "supported": false},
-            "window": "headless",
-            "headless": true,
+            "window": match window { Window::Headless => "headless", Window::X11(_) => "x11" },
+            "headless": !windowed,
             "running": running.is_some(),
             "visible": running.is_some() && state.visible,
             "browserVersion": version,
-            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": false,
+            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": windowed,
                         "title": true, "alwaysOnTop": false},
             "navigateSchemes": ["http", "https"],
             "snapshotFormats": ["png", "jpeg"],
@@ -522,10 +578,10 @@ fn present_spec() -> CommandSpec {
         name: "canvas.present",
         title: Some("Show the canvas"),
         description: Some(
-            "Show a page in the canvas (headless Chromium on this machine; read it with canvas.snapshot and \
-             canvas.eval). url (http or https) or html (the page itself, at most 1 MiB); width and height 100..7680 \
-             (default 800x600); x and y (a window's position, -1 centred) are accepted and have no effect \
-             while the canvas is headless; title (default Canvas) for a page without its own; alwaysOnTop is accepted but not supported. Returns \
+            "Show a page in the canvas (Chromium on this machine: an app window on the X display when there \
+             is one, else headless; read it with canvas.snapshot and canvas.eval). url (http or https) or html \
+             (the page itself, at most 1 MiB); width and height 100..7680 (default 800x600); x and y (the \
+             window's position, -1 centred; no effect while the canvas is headless); title (default Canvas) for a page without its own; alwaysOnTop is accepted but not supported. Returns \
              {presented: true} once the page has loaded.",
         ),
         input_schema: Some(object_schema(json!({
@@ -554,8 +610,8 @@ fn hide_spec() -> CommandSpec {
         name: "canvas.hide",
         title: Some("Hide the canvas"),
         description: Some(
-            "Hide the canvas: its page is cleared at once and its browser stopped a minute later unless the \
-             canvas is presented again. Takes no arguments; returns {hidden: true}, also when nothing was shown.",
+            "Hide the canvas: a window is closed at once; a headless canvas is cleared at once and its \
+             browser stopped a minute later unless it is presented again. Takes no arguments; returns {hidden: true}, also when nothing was shown.",
         ),
         input_schema: Some(object_schema(json!({}))),
         output_schema: Some(answer_schema(json!({"hidden": {"type": "boolean"}}))),
@@ -649,7 +705,7 @@ fn caps_spec() -> CommandSpec {
         title: Some("Canvas capabilities"),
         description: Some(
             "What this node's canvas renderer supports: {renderer: chromium, eval, snapshot, navigate, a2ui \
-             (not supported yet), window (headless), running, visible, browserVersion, present, \
+             (not supported yet), window (x11 or headless), headless, running, visible, browserVersion, present, \
              navigateSchemes, snapshotFormats}. Takes no arguments and starts nothing.",
         ),
         input_schema: Some(object_schema(json!({}))),

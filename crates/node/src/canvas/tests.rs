@@ -4,7 +4,9 @@
 //! exceptions and time bound; non-http(s) URLs refused; the browser's whole process tree (found in
 //! /proc) gone after hide, shutdown and drop, with its profile; the switch and the missing
 //! program; and a page that knows the endpoints cannot drive the browser over DevTools nor call
-//! the node's real MCP listener, even with its token. Every browser is the test's own and at most two run at once.
+//! the node's real MCP listener, even with its token; under a private Xvfb, an app-mode window of
+//! the asked geometry and title (xwininfo, and the X screen's own pixels). Every browser is the
+//! test's own and at most two run at once.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -36,7 +38,7 @@ fn switch(dir: &Path, on: bool) {
 /// A headless canvas, switch on, its browser stopped `idle` after a hide.
 fn canvas(dir: &Path, idle: Duration) -> CanvasCapability {
     require("chromium", "chromium");
-    let options = CanvasOptions { idle_after_hide: idle, path: None };
+    let options = CanvasOptions { idle_after_hide: idle, path: None, screen: Screen::Headless };
     CanvasCapability::with_options(settings(dir, true), options)
 }
 
@@ -445,7 +447,7 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: None };
+    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless };
     let canvas = CanvasCapability::with_options(settings(dir.path(), false), options);
     let names: Vec<String> = canvas.commands().iter().map(|command| command.name().to_owned()).collect();
     assert_eq!(
@@ -493,7 +495,8 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
 async fn without_chromium_the_canvas_is_not_listed_and_says_which_package_to_install() {
     let dir = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: Some(empty.path().into()) };
+    let options =
+        CanvasOptions { idle_after_hide: Duration::ZERO, path: Some(empty.path().into()), screen: Screen::Headless };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     let present = find(&canvas, "canvas.present");
     assert!(!present.is_listed());
@@ -600,4 +603,102 @@ async fn a_page_in_the_canvas_cannot_reach_the_nodes_mcp_listener_even_with_its_
     canvas.shutdown().await;
     stop.cancel();
     served.await.unwrap().unwrap();
+}
+
+/// The line `xwininfo -root -tree` prints for the window named `title`, once there is one
+/// (waiting at most `within`), else the whole tree.
+async fn window_line(display: &str, title: &str, within: Duration) -> Result<String, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let output = std::process::Command::new("xwininfo")
+            .args(["-display", display, "-root", "-tree"])
+            .output()
+            .expect("xwininfo runs (apt-get install x11-utils)");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if let Some(line) = text.lines().find(|line| line.contains(&format!("\"{title}\""))) {
+            return Ok(line.trim().to_owned());
+        }
+        if Instant::now() >= deadline {
+            return Err(text);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The colour the X server shows at (`x`, `y`) of the screen (Xvfb's 24-bit TrueColor: B, G, R, pad).
+fn screen_pixel(display: &str, x: i16, y: i16) -> [u8; 3] {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ConnectionExt, ImageFormat};
+    let (conn, screen) = x11rb::connect(Some(display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let image = conn.get_image(ImageFormat::Z_PIXMAP, root, x, y, 1, 1, !0).unwrap().reply().unwrap();
+    [image.data[2], image.data[1], image.data[0]]
+}
+
+/// The X screen's pixel at (`x`, `y`) once it is `colour` (the window's compositor draws a frame
+/// or two after the page has loaded), or what it is after a few seconds.
+async fn wait_screen_pixel(display: &str, x: i16, y: i16, colour: [u8; 3]) -> [u8; 3] {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let seen = screen_pixel(display, x, y);
+        if seen == colour || Instant::now() >= deadline {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_display_the_canvas_is_an_app_window_of_the_asked_size_place_and_title() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    require("xwininfo", "x11-utils");
+    let dir = tempfile::tempdir().unwrap();
+    let (_xvfb, display) = crate::test_support::xvfb_sized(dir.path(), "1024x768x24");
+    let options = CanvasOptions { screen: Screen::X11(display.clone()), idle_after_hide: Duration::ZERO, path: None };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!((caps["window"].clone(), caps["headless"].clone()), (json!("x11"), json!(false)), "{caps}");
+
+    let title = nonce();
+    let colour = random_bytes::<3>();
+    let html = format!("<body style=\"margin:0;background:{}\"></body>", hex(colour));
+    let args = json!({"html": html, "width": 400, "height": 300, "x": 50, "y": 60, "title": title});
+    ok(&canvas, "canvas.present", args).await;
+    let line = window_line(&display, &title, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|tree| panic!("no window titled {title}:\n{tree}"));
+    assert!(line.contains(" 400x300+50+60 "), "the window's geometry: {line}");
+    // App mode: the page begins at the window's top-left corner (no tab strip, address bar or
+    // infobar above it) and fills it to the opposite corner.
+    for (x, y) in [(51, 61), (250, 210), (448, 358)] {
+        assert_eq!(wait_screen_pixel(&display, x, y, colour).await, colour, "the screen at ({x}, {y})");
+    }
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!((caps["window"].clone(), caps["headless"].clone()), (json!("x11"), json!(false)), "{caps}");
+    assert_eq!(caps["present"]["position"], json!(true));
+    // The snapshot is the page's own pixels, exactly.
+    let output = call(&canvas, "canvas.snapshot", json!({})).await.unwrap();
+    let pixels = decode_png(&output);
+    assert_eq!((pixels.width, pixels.height), (400, 300));
+    for y in 0..300 {
+        for x in 0..400 {
+            assert_eq!(pixel(&pixels, x, y), colour, "pixel ({x}, {y})");
+        }
+    }
+
+    // Presented again without x and y: moved, resized and centred on the 1024x768 screen.
+    let title = nonce();
+    ok(&canvas, "canvas.present", json!({"html": "<p>c</p>", "width": 200, "height": 100, "title": title})).await;
+    let line = window_line(&display, &title, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|tree| panic!("no window titled {title}:\n{tree}"));
+    assert!(line.contains(" 200x100+412+334 "), "centred on 1024x768: {line}");
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": "document.body.innerText"})).await, json!({"result": "c"}));
+
+    // Hidden: the window goes at once, with the whole tree and the profile.
+    let (_, processes, profile) = running(&canvas).await;
+    ok(&canvas, "canvas.hide", json!({})).await;
+    wait_gone(&processes, &profile, Duration::from_secs(5)).await;
+    assert!(window_line(&display, &title, Duration::ZERO).await.is_err(), "no canvas window is left");
 }
