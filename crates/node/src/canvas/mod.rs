@@ -102,20 +102,21 @@ impl Screen {
         match self {
             Screen::Headless => Window::Headless,
             Screen::X11(display) => Window::X11(display.clone()),
-            Screen::Env => match std::env::var("DISPLAY") {
-                Ok(name) if !name.is_empty() => {
-                    let probe = name.clone();
-                    let answers = tokio::task::spawn_blocking(move || x11rb::connect(Some(&probe)).is_ok());
-                    match answers.await {
-                        Ok(true) => Window::X11(name),
-                        _ => {
-                            tracing::info!(display = %name, "no X server answers on DISPLAY; the canvas is headless");
-                            Window::Headless
-                        }
-                    }
-                }
-                _ => Window::Headless,
-            },
+            Screen::Env => window_on(std::env::var("DISPLAY").ok()).await,
+        }
+    }
+}
+
+/// A window on `display` (a `DISPLAY` value) when an X server answers there, else headless.
+async fn window_on(display: Option<String>) -> Window {
+    let Some(name) = display.filter(|name| !name.is_empty()) else { return Window::Headless };
+    let probe = name.clone();
+    let answers = tokio::task::spawn_blocking(move || x11rb::connect(Some(&probe)).is_ok());
+    match answers.await {
+        Ok(true) => Window::X11(name),
+        _ => {
+            tracing::info!(display = %name, "no X server answers on DISPLAY; the canvas is headless");
+            Window::Headless
         }
     }
 }

@@ -880,3 +880,15 @@ async fn without_the_a2ui_renderer_its_commands_are_not_listed_and_say_how_to_in
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
     assert_eq!(caps["a2ui"]["supported"], json!(false));
 }
+
+#[tokio::test]
+async fn the_node_s_display_makes_a_window_only_when_an_x_server_answers_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (xvfb, display) = crate::test_support::xvfb(dir.path());
+    assert_eq!(window_on(Some(display.clone())).await, Window::X11(display.clone()));
+    assert_eq!(window_on(None).await, Window::Headless, "DISPLAY unset");
+    assert_eq!(window_on(Some(String::new())).await, Window::Headless, "DISPLAY empty");
+    // A stale DISPLAY (its server gone) would make a windowed Chromium exit: headless instead.
+    drop(xvfb);
+    assert_eq!(window_on(Some(display)).await, Window::Headless, "no server answers");
+}
