@@ -3,6 +3,7 @@
 //! | file | what it does |
 //! | --- | --- |
 //! | [`a2ui`] | the A2UI renderer: where its bundle is, its host page, the JSONL's limits, the scripts that drive it |
+//! | [`above`] | `alwaysOnTop`: the EWMH request to the window manager for the canvas window |
 //! | [`browser`] | the one Chromium process tree (under a `clawmcp_process` reaper), its private profile, the DevTools connection (chromiumoxide, loopback) |
 //! | this file | the commands: upstream's arguments, clamps, results and errors; the browser's lifetime |
 //!
@@ -20,6 +21,7 @@
 //! PATH the commands are not listed and a call says `apt install chromium`.
 
 mod a2ui;
+mod above;
 mod browser;
 
 use std::ffi::OsString;
@@ -290,6 +292,17 @@ impl Canvas {
         // The window's title is the page's: a page without one is titled as asked.
         let title = format!("if (!document.title) document.title = {};", Value::from(present.title.as_str()));
         browser.evaluate(&title, Duration::from_secs(5)).await.map_err(failed)?;
+        // Above other windows where the window manager allows (else nothing to ask: caps says so).
+        if let Window::X11(display) = browser.window() {
+            let (display, pid, on_top) = (display.clone(), browser.pid(), present.always_on_top);
+            let asked = tokio::task::spawn_blocking(move || above::keep_above(&display, pid, on_top));
+            match asked.await {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => tracing::debug!("the window manager offers no always-on-top"),
+                Ok(Err(error)) => return Err(failed(format!("cannot set alwaysOnTop: {error}"))),
+                Err(error) => return Err(failed(error.to_string())),
+            }
+        }
         state.visible = true;
         state.a2ui = false;
         state.generation += 1;
@@ -416,6 +429,13 @@ impl Canvas {
         };
         let windowed = window != Window::Headless;
         let a2ui_ready = a2ui::find_bundle(&self.options.a2ui).is_ok();
+        let on_top = match &window {
+            Window::X11(display) => {
+                let display = display.clone();
+                tokio::task::spawn_blocking(move || above::supported(&display)).await.unwrap_or(false)
+            }
+            Window::Headless => false,
+        };
         Ok(json!({
             "renderer": "chromium",
             "eval": true,
@@ -428,7 +448,7 @@ impl Canvas {
             "visible": running.is_some() && state.visible,
             "browserVersion": version,
             "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": windowed,
-                        "title": true, "alwaysOnTop": false},
+                        "title": true, "alwaysOnTop": on_top},
             "navigateSchemes": ["http", "https"],
             "snapshotFormats": ["png", "jpeg"],
         }))
@@ -580,6 +600,7 @@ struct PresentArgs {
     url: String,
     geometry: Geometry,
     title: String,
+    always_on_top: bool,
 }
 
 impl PresentArgs {
@@ -618,11 +639,12 @@ impl PresentArgs {
             y: place("y")?,
         };
         let title = text("title").map_or(DEFAULT_TITLE, str::trim).to_owned();
-        match args.get("alwaysOnTop") {
-            None | Some(Value::Null | Value::Bool(_)) => {}
+        let always_on_top = match args.get("alwaysOnTop") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(on)) => *on,
             Some(_) => return Err(ToolFailure::invalid_request("alwaysOnTop must be true or false")),
-        }
-        Ok(PresentArgs { url, geometry, title })
+        };
+        Ok(PresentArgs { url, geometry, title, always_on_top })
     }
 }
 
@@ -710,7 +732,7 @@ fn present_spec() -> CommandSpec {
             "Show a page in the canvas (Chromium on this machine: an app window on the X display when there \
              is one, else headless; read it with canvas.snapshot and canvas.eval). url (http or https) or html \
              (the page itself, at most 1 MiB); width and height 100..7680 (default 800x600); x and y (the \
-             window's position, -1 centred; no effect while the canvas is headless); title (default Canvas) for a page without its own; alwaysOnTop is accepted but not supported. Returns \
+             window's position, -1 centred; no effect while the canvas is headless); title (default Canvas) for a page without its own; alwaysOnTop keeps the window above others where the window manager allows (canvas.caps present.alwaysOnTop). Returns \
              {presented: true} once the page has loaded.",
         ),
         input_schema: Some(object_schema(json!({

@@ -892,3 +892,64 @@ async fn the_node_s_display_makes_a_window_only_when_an_x_server_answers_on_it()
     drop(xvfb);
     assert_eq!(window_on(Some(display)).await, Window::Headless, "no server answers");
 }
+
+/// `xprop`'s `_NET_WM_STATE` of the window titled `title` (found in `xwininfo`'s tree: under a
+/// reparenting window manager it is a frame's child, which `xprop -name` does not search).
+async fn wm_state(display: &str, title: &str) -> String {
+    let line =
+        window_line(display, title, Duration::from_secs(10)).await.unwrap_or_else(|tree| panic!("no {title}:\n{tree}"));
+    let id = line.split_whitespace().next().unwrap().to_owned();
+    let output = std::process::Command::new("xprop")
+        .args(["-display", display, "-id", &id, "_NET_WM_STATE"])
+        .output()
+        .expect("xprop runs (apt-get install x11-utils)");
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_window_manager_always_on_top_keeps_the_canvas_window_above() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    require("xprop", "x11-utils");
+    let dir = tempfile::tempdir().unwrap();
+    let (_xvfb, display) = crate::test_support::xvfb_sized(dir.path(), "1024x768x24");
+    let mut command = std::process::Command::new("openbox");
+    command.args(["--sm-disable", "--config-file", "/dev/null"]).env("DISPLAY", &display);
+    let _wm = crate::test_support::Spawned::start("openbox", "openbox", &mut command, dir.path());
+    // Ready once it advertises what it supports.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !above::supported(&display) {
+        assert!(Instant::now() < deadline, "openbox did not start on {display}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let options = CanvasOptions {
+        screen: Screen::X11(display.clone()),
+        idle_after_hide: Duration::ZERO,
+        path: None,
+        a2ui: vec![],
+    };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!(caps["present"]["alwaysOnTop"], json!(true), "{caps}");
+    let title = nonce();
+    let args = json!({"html": "<p>top</p>", "width": 300, "height": 200, "title": title, "alwaysOnTop": true});
+    ok(&canvas, "canvas.present", args).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !wm_state(&display, &title).await.contains("_NET_WM_STATE_ABOVE") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // And it stays so (Chromium's own state updates do not take it back).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let state = wm_state(&display, &title).await;
+    assert!(state.contains("_NET_WM_STATE_ABOVE"), "{state}");
+    // Presented again without it: no longer above.
+    let args = json!({"html": "<p>top</p>", "width": 300, "height": 200, "title": title, "alwaysOnTop": false});
+    ok(&canvas, "canvas.present", args).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while wm_state(&display, &title).await.contains("_NET_WM_STATE_ABOVE") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let state = wm_state(&display, &title).await;
+    assert!(!state.contains("_NET_WM_STATE_ABOVE") && state.contains("_NET_WM_STATE"), "{state}");
+    canvas.shutdown().await;
+}
