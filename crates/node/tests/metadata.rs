@@ -102,7 +102,13 @@ fn expected_hints(name: &str) -> Option<(bool, bool, bool, bool)> {
         | "stt.status"
         // A picture of the canvas's own page, and what the renderer supports: nothing changes.
         | "canvas.snapshot"
-        | "canvas.caps" => (true, false, true, false),
+        | "canvas.caps"
+        | "canvas.a2ui.dump" => (true, false, true, false),
+        // Adds or changes A2UI surfaces in the canvas, nothing of the user's is lost; messages
+        // apply on top of what is there, so the same push twice need not leave the same state.
+        "canvas.a2ui.push" | "canvas.a2ui.pushJSONL" => (false, false, false, false),
+        // Removes every surface the agent pushed (they are gone); resetting twice is resetting.
+        "canvas.a2ui.reset" => (false, true, true, false),
         // Show a page (from the web, or given): the canvas changes, nothing of the user's is
         // lost, the same call twice shows the same page.
         "canvas.present" | "canvas.navigate" => (false, false, true, true),

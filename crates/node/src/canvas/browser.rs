@@ -2,7 +2,7 @@
 //! ends with it), driven over the DevTools protocol by chromiumoxide on a loopback port, its
 //! profile in a private 0700 temp directory removed when it stops.
 //!
-//! Headless for now: an app-mode window on the X display is the next slice (ARCHITECTURE.md).
+//! Headless, or an app-mode window (no tab strip, no address bar) on an X display: [`Window`].
 //!
 //! Chromium is started by us, not by chromiumoxide's `Browser::launch` (a plain tokio child,
 //! outside any reaper): `--remote-debugging-port=0` picks a free loopback port, which Chromium
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use chromiumoxide::cdp::browser_protocol::browser::{Bounds, GetWindowForTargetParams, SetWindowBoundsParams};
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, CaptureScreenshotParams};
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams, TimeDelta};
@@ -44,8 +45,18 @@ pub struct Geometry {
     pub y: Option<i32>,
 }
 
+/// Where the canvas is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Window {
+    /// No display: Chromium `--headless`, seen only through snapshots.
+    Headless,
+    /// An app-mode window (no tab strip, no address bar) on this X display (`:0`).
+    X11(String),
+}
+
 /// A running canvas browser: its process tree, the DevTools connection and the one page.
 pub struct Browser {
+    window: Window,
     job: Option<Job>,
     pid: u32,
     profile: Option<tempfile::TempDir>,
@@ -65,17 +76,22 @@ pub enum Evaluated {
 }
 
 impl Browser {
-    /// Starts `program`, headless, at `geometry`'s size.
-    pub async fn start(program: &Path, geometry: &Geometry) -> Result<Browser, String> {
+    /// Starts `program` at `geometry`'s size, headless or as a window on `window`'s display.
+    pub async fn start(program: &Path, geometry: &Geometry, window: &Window) -> Result<Browser, String> {
         use std::os::unix::fs::PermissionsExt;
         let profile = tempfile::Builder::new()
             .prefix("clawmcp-canvas-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|error| format!("cannot create the browser's private profile directory: {error}"))?;
-        let argv = arguments(program, profile.path(), geometry);
+        let argv = arguments(program, profile.path(), geometry, window);
         let options = JobOptions { timeout: None, output_limit: OUTPUT_LIMIT, pipe_stdin: false };
-        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, options)
+        // The display is the one chosen, whatever the node's own environment says.
+        let env = match window {
+            Window::Headless => vec![],
+            Window::X11(display) => vec![("DISPLAY".to_owned(), display.clone())],
+        };
+        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &env }, options)
             .map_err(|error| format!("cannot start chromium: {error}"))?;
         let pid = job.pid();
         tracing::info!(pid, "canvas browser started");
@@ -115,7 +131,7 @@ impl Browser {
                 }
             }
         });
-        let page = match first_page(&cdp).await {
+        let page = match first_page(&cdp, window).await {
             Ok(page) => page,
             Err(error) => {
                 handler.abort();
@@ -123,7 +139,12 @@ impl Browser {
                 return Err(error);
             }
         };
-        Ok(Browser { job: Some(job), pid, profile: Some(profile), cdp, handler, page })
+        Ok(Browser { window: window.clone(), job: Some(job), pid, profile: Some(profile), cdp, handler, page })
+    }
+
+    /// Where it shows.
+    pub fn window(&self) -> &Window {
+        &self.window
     }
 
     /// The main Chromium process (its reaper is its parent).
@@ -141,11 +162,37 @@ impl Browser {
         self.job.as_ref().is_some_and(|job| job.exit().is_none()) && !self.handler.is_finished()
     }
 
-    /// Sizes the canvas (its viewport, exactly).
+    /// Sizes the canvas (its viewport, exactly), and places and sizes its window if it has one.
     pub async fn set_geometry(&self, geometry: &Geometry) -> Result<(), String> {
+        if let Window::X11(_) = self.window {
+            self.place_window(geometry).await?;
+        }
         let (width, height) = (i64::from(geometry.width), i64::from(geometry.height));
         let metrics = SetDeviceMetricsOverrideParams::new(width, height, 1.0, false);
         self.command(self.page.execute(metrics)).await.map(drop)
+    }
+
+    /// Moves and sizes the window: at `x`/`y`, or centred on the screen on an axis without one.
+    async fn place_window(&self, geometry: &Geometry) -> Result<(), String> {
+        let (width, height) = (i64::from(geometry.width), i64::from(geometry.height));
+        let screen = match (geometry.x, geometry.y) {
+            (Some(_), Some(_)) => None,
+            _ => match self.evaluate("[screen.width, screen.height]", Duration::from_secs(5)).await? {
+                Evaluated::Value(Value::Array(sides)) => {
+                    let side = |at: usize| sides.get(at).and_then(Value::as_i64).unwrap_or(0);
+                    Some((side(0), side(1)))
+                }
+                other => return Err(format!("cannot read the screen's size: {other:?}")),
+            },
+        };
+        let centre = |screen: i64, side: i64| ((screen - side) / 2).max(0);
+        let left = geometry.x.map_or_else(|| centre(screen.map_or(0, |s| s.0), width), i64::from);
+        let top = geometry.y.map_or_else(|| centre(screen.map_or(0, |s| s.1), height), i64::from);
+        let target = GetWindowForTargetParams::builder().target_id(self.page.target_id().clone()).build();
+        let window = self.command(self.cdp.execute(target)).await?;
+        let bounds = Bounds::builder().left(left).top(top).width(width).height(height).build();
+        let params = SetWindowBoundsParams::new(window.result.window_id, bounds);
+        self.command(self.cdp.execute(params)).await.map(drop)
     }
 
     /// Loads `url` and waits for it (bounded by [`LOAD_DEADLINE`]).
@@ -269,7 +316,7 @@ fn alive(proc: &Path) -> bool {
 /// Chromium's command line. `--no-sandbox` only as root, where Chromium refuses to start
 /// without it; `--test-type` keeps the "unsupported command-line flag" infobar off the page;
 /// the background-networking flags keep Chromium from calling Google's services.
-fn arguments(program: &Path, profile: &Path, geometry: &Geometry) -> Vec<String> {
+fn arguments(program: &Path, profile: &Path, geometry: &Geometry, window: &Window) -> Vec<String> {
     let mut argv = vec![
         program.display().to_string(),
         format!("--user-data-dir={}", profile.display()),
@@ -295,7 +342,20 @@ fn arguments(program: &Path, profile: &Path, geometry: &Geometry) -> Vec<String>
     if nix::unistd::geteuid().is_root() {
         argv.push("--no-sandbox".to_owned());
     }
-    argv.extend(["--headless".to_owned(), "--disable-gpu".to_owned(), "about:blank".to_owned()]);
+    match window {
+        Window::Headless => {
+            argv.extend(["--headless".to_owned(), "--disable-gpu".to_owned(), "about:blank".to_owned()]);
+        }
+        Window::X11(_) => {
+            argv.push("--ozone-platform=x11".to_owned());
+            if let (Some(x), Some(y)) = (geometry.x, geometry.y) {
+                argv.push(format!("--window-position={x},{y}"));
+            }
+            // An app window (no tab strip, no address bar) needs a real page: about:blank opens a
+            // plain browser window instead.
+            argv.push("--app=data:text/html,".to_owned());
+        }
+    }
     argv
 }
 
@@ -336,10 +396,37 @@ async fn wait_for_endpoint(job: &Job, profile: &Path) -> Result<String, String> 
     }
 }
 
-/// The canvas's page: a new one (the browser's first, about:blank, stays unused).
-async fn first_page(cdp: &chromiumoxide::Browser) -> Result<chromiumoxide::Page, String> {
+/// The canvas's page: headless, a new one (the browser's first, about:blank, stays unused); in
+/// a window, the app window's own page (a new target would open a plain browser window).
+async fn first_page(cdp: &chromiumoxide::Browser, window: &Window) -> Result<chromiumoxide::Page, String> {
+    if let Window::X11(_) = window {
+        return window_page(cdp).await;
+    }
     match tokio::time::timeout(COMMAND_DEADLINE, cdp.new_page("about:blank")).await {
         Ok(page) => page.map_err(|error| format!("cannot open the canvas page: {error}")),
         Err(_) => Err("cannot open the canvas page: chromium did not answer in time".to_owned()),
+    }
+}
+
+/// The app window's page, once chromiumoxide tracks its main frame. Found among the targets the
+/// connection discovered and attached by itself, not through `fetch_targets`: that attaches every
+/// target a second time, and the page's commands then go to a session Chromium may have dropped
+/// ("Session with given id not found") or its navigations wait on events of the other one.
+async fn window_page(cdp: &chromiumoxide::Browser) -> Result<chromiumoxide::Page, String> {
+    let deadline = tokio::time::Instant::now() + START_DEADLINE;
+    loop {
+        let pages = tokio::time::timeout(COMMAND_DEADLINE, cdp.pages())
+            .await
+            .map_err(|_| "cannot find the canvas window's page: chromium did not answer in time".to_owned())?
+            .map_err(|error| format!("cannot find the canvas window's page: {error}"))?;
+        for page in pages {
+            if let Ok(Ok(Some(_))) = tokio::time::timeout(COMMAND_DEADLINE, page.mainframe()).await {
+                return Ok(page);
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("chromium opened no canvas window within {} s", START_DEADLINE.as_secs()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

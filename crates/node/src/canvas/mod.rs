@@ -2,19 +2,26 @@
 //!
 //! | file | what it does |
 //! | --- | --- |
+//! | [`a2ui`] | the A2UI renderer: where its bundle is, its host page, the JSONL's limits, the scripts that drive it |
+//! | [`above`] | `alwaysOnTop`: the EWMH request to the window manager for the canvas window |
 //! | [`browser`] | the one Chromium process tree (under a `clawmcp_process` reaper), its private profile, the DevTools connection (chromiumoxide, loopback) |
 //! | this file | the commands: upstream's arguments, clamps, results and errors; the browser's lifetime |
 //!
-//! The canvas is headless Chromium of the requested size (a window on the X display is the next
-//! slice): `canvas.snapshot` shows it, `x`/`y` are accepted and have no effect yet. The browser is started by the first command that needs it, stopped a while after
-//! `canvas.hide` ([`IDLE_AFTER_HIDE`]) and when the node stops ([`CanvasCapability::shutdown`],
+//! The canvas is Chromium of the requested size: an app-mode window at `x`/`y` titled as asked when
+//! an X server answers on `DISPLAY` ([`Screen`]), headless otherwise (`x`/`y` then have no
+//! effect); `canvas.snapshot` shows the page either way and `canvas.caps` says which. The browser
+//! is started by the first command that needs it, stopped when a window is hidden, a while after
+//! a headless canvas is hidden ([`IDLE_AFTER_HIDE`]), and when the node stops ([`CanvasCapability::shutdown`],
 //! and, as a backstop, when the capability is dropped). `navigate` and `present`'s `url` take
 //! http and https only; `html` is shown from a `data:` URL (an opaque origin: the page reaches
-//! no file and no other site's storage). A2UI (`canvas.a2ui.*`) is not served yet.
+//! no file and no other site's storage). `canvas.a2ui.*` render A2UI v0.8 with OpenClaw's own
+//! renderer when it is installed ([`a2ui`]).
 //!
 //! Off until the owner turns on `NodeCanvasEnabled`, read live; without `chromium` on the node's
 //! PATH the commands are not listed and a call says `apt install chromium`.
 
+mod a2ui;
+mod above;
 mod browser;
 
 use std::ffi::OsString;
@@ -36,7 +43,7 @@ use crate::imaging;
 use crate::settings::LiveSettings;
 
 use browser::{Browser, Evaluated};
-pub use browser::{Geometry, LOAD_DEADLINE, START_DEADLINE};
+pub use browser::{Geometry, LOAD_DEADLINE, START_DEADLINE, Window};
 
 /// How long the browser is kept after `canvas.hide`, so a `present` soon after is instant.
 pub const IDLE_AFTER_HIDE: Duration = Duration::from_secs(60);
@@ -60,6 +67,10 @@ pub const MAX_HTML_BYTES: usize = 1024 * 1024;
 pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
 /// The code of a call that needs a presented canvas when none is.
 pub const NOT_OPEN: &str = "CANVAS_NOT_OPEN";
+/// The code of a `canvas.a2ui.dump` the renderer could not answer.
+pub const DUMP_FAILED: &str = "CANVAS_DUMP_FAILED";
+/// How long the renderer may take to apply, clear or dump surfaces.
+const A2UI_BOUND: Duration = Duration::from_secs(15);
 
 /// How the canvas runs (tests change the defaults).
 #[derive(Debug, Clone)]
@@ -68,11 +79,58 @@ pub struct CanvasOptions {
     pub idle_after_hide: Duration,
     /// The search path for `chromium`; `None` is the node's `PATH`.
     pub path: Option<OsString>,
+    /// Where the canvas shows.
+    pub screen: Screen,
+    /// Where the A2UI renderer may be, first found wins ([`a2ui::bundle_candidates`]).
+    pub a2ui: Vec<PathBuf>,
+}
+
+/// Where the canvas shows, decided when its browser starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    /// A window on the node's X display (`DISPLAY`) when it answers, else headless.
+    Env,
+    /// Headless whatever the environment.
+    Headless,
+    /// A window on this X display (`:99`).
+    X11(String),
+}
+
+impl Screen {
+    /// The window the next browser opens: `DISPLAY` only when an X server answers on it, since a
+    /// stale `DISPLAY` (an ssh session's, a stopped Xvfb's) would make Chromium exit at start.
+    /// A Wayland session without Xwayland is headless: Chromium's Wayland window is not built yet.
+    async fn resolve(&self) -> Window {
+        match self {
+            Screen::Headless => Window::Headless,
+            Screen::X11(display) => Window::X11(display.clone()),
+            Screen::Env => window_on(std::env::var("DISPLAY").ok()).await,
+        }
+    }
+}
+
+/// A window on `display` (a `DISPLAY` value) when an X server answers there, else headless.
+async fn window_on(display: Option<String>) -> Window {
+    let Some(name) = display.filter(|name| !name.is_empty()) else { return Window::Headless };
+    let probe = name.clone();
+    let answers = tokio::task::spawn_blocking(move || x11rb::connect(Some(&probe)).is_ok());
+    match answers.await {
+        Ok(true) => Window::X11(name),
+        _ => {
+            tracing::info!(display = %name, "no X server answers on DISPLAY; the canvas is headless");
+            Window::Headless
+        }
+    }
 }
 
 impl Default for CanvasOptions {
     fn default() -> Self {
-        CanvasOptions { idle_after_hide: IDLE_AFTER_HIDE, path: None }
+        CanvasOptions {
+            idle_after_hide: IDLE_AFTER_HIDE,
+            path: None,
+            screen: Screen::Env,
+            a2ui: a2ui::bundle_candidates(),
+        }
     }
 }
 
@@ -96,6 +154,8 @@ struct State {
     visible: bool,
     /// Counts presents and hides, so a stop scheduled by a hide knows whether it still applies.
     generation: u64,
+    /// The page shown is the A2UI renderer's.
+    a2ui: bool,
 }
 
 impl CanvasCapability {
@@ -107,7 +167,14 @@ impl CanvasCapability {
         let canvas = Arc::new(Canvas { options, state: tokio::sync::Mutex::new(State::default()) });
         let gate = {
             let path = canvas.options.path.clone();
-            Gate::new(settings, Some(&Switch::CANVAS), move || program(path.as_deref()).map(drop))
+            Gate::new(settings.clone(), Some(&Switch::CANVAS), move || program(path.as_deref()).map(drop))
+        };
+        let a2ui_gate = {
+            let (path, candidates) = (canvas.options.path.clone(), canvas.options.a2ui.clone());
+            Gate::new(settings, Some(&Switch::CANVAS), move || {
+                program(path.as_deref())?;
+                a2ui::find_bundle(&candidates).map(drop)
+            })
         };
         let commands = vec![
             command(&gate, &canvas, present_spec(), |canvas, args| async move { canvas.present(&args).await }),
@@ -116,6 +183,14 @@ impl CanvasCapability {
             command(&gate, &canvas, eval_spec(), |canvas, args| async move { canvas.eval(&args).await }),
             output_command(&gate, &canvas, snapshot_spec(), |canvas, args| async move { canvas.snapshot(&args).await }),
             command(&gate, &canvas, caps_spec(), |canvas, _| async move { canvas.caps().await }),
+            command(&a2ui_gate, &canvas, a2ui_push_spec("canvas.a2ui.push"), |canvas, args| async move {
+                canvas.a2ui_push(&args).await
+            }),
+            command(&a2ui_gate, &canvas, a2ui_push_spec("canvas.a2ui.pushJSONL"), |canvas, args| async move {
+                canvas.a2ui_push(&args).await
+            }),
+            command(&a2ui_gate, &canvas, a2ui_reset_spec(), |canvas, _| async move { canvas.a2ui_reset().await }),
+            command(&a2ui_gate, &canvas, a2ui_dump_spec(), |canvas, _| async move { canvas.a2ui_dump().await }),
         ];
         CanvasCapability { commands, canvas }
     }
@@ -193,11 +268,12 @@ impl Canvas {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: {missing}")).with_code("CANVAS_NOT_AVAILABLE")
             })?;
             let started = Instant::now();
-            let browser = Browser::start(&program, geometry).await.map_err(|error| {
+            let window = self.options.screen.resolve().await;
+            let browser = Browser::start(&program, geometry, &window).await.map_err(|error| {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: the canvas browser did not start: {error}"))
                     .with_code("CANVAS_NOT_AVAILABLE")
             })?;
-            tracing::info!(ms = started.elapsed().as_millis() as u64, "canvas browser ready");
+            tracing::info!(ms = started.elapsed().as_millis() as u64, ?window, "canvas browser ready");
             state.browser = Some(browser);
         }
         Ok(state.browser.as_ref().expect("set above"))
@@ -216,7 +292,19 @@ impl Canvas {
         // The window's title is the page's: a page without one is titled as asked.
         let title = format!("if (!document.title) document.title = {};", Value::from(present.title.as_str()));
         browser.evaluate(&title, Duration::from_secs(5)).await.map_err(failed)?;
+        // Above other windows where the window manager allows (else nothing to ask: caps says so).
+        if let Window::X11(display) = browser.window() {
+            let (display, pid, on_top) = (display.clone(), browser.pid(), present.always_on_top);
+            let asked = tokio::task::spawn_blocking(move || above::keep_above(&display, pid, on_top));
+            match asked.await {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => tracing::debug!("the window manager offers no always-on-top"),
+                Ok(Err(error)) => return Err(failed(format!("cannot set alwaysOnTop: {error}"))),
+                Err(error) => return Err(failed(error.to_string())),
+            }
+        }
         state.visible = true;
+        state.a2ui = false;
         state.generation += 1;
         Ok(json!({"presented": true}))
     }
@@ -224,8 +312,17 @@ impl Canvas {
     async fn hide(self: &Arc<Self>) -> InvokeResult {
         let mut state = self.state.lock().await;
         state.visible = false;
+        state.a2ui = false;
         state.generation += 1;
         let Some(browser) = state.browser.as_ref() else { return Ok(json!({"hidden": true})) };
+        // A window is hidden by closing it: a window manager may not honour a minimise, and a
+        // blank window left on the screen is not hidden.
+        if browser.window() != &Window::Headless {
+            if let Some(browser) = state.browser.take() {
+                browser.stop().await;
+            }
+            return Ok(json!({"hidden": true}));
+        }
         // What it showed is gone at once; the process a while later.
         if let Err(error) = browser.load("about:blank").await {
             tracing::warn!(%error, "the canvas could not be cleared; stopping its browser");
@@ -263,6 +360,7 @@ impl Canvas {
         }
         browser.load(&url).await.map_err(|error| ToolFailure::new(format!("Navigate failed: {error}")))?;
         state.visible = true;
+        state.a2ui = false;
         state.generation += 1;
         Ok(json!({"navigated": true, "opener": "canvas", "url": url}))
     }
@@ -324,22 +422,129 @@ impl Canvas {
             Some(browser) => browser.version().await.ok(),
             None => None,
         };
+        // The running browser's mode, else the one the next start would choose.
+        let window = match running {
+            Some(browser) => browser.window().clone(),
+            None => self.options.screen.resolve().await,
+        };
+        let windowed = window != Window::Headless;
+        let a2ui_ready = a2ui::find_bundle(&self.options.a2ui).is_ok();
+        let on_top = match &window {
+            Window::X11(display) => {
+                let display = display.clone();
+                tokio::task::spawn_blocking(move || above::supported(&display)).await.unwrap_or(false)
+            }
+            Window::Headless => false,
+        };
         Ok(json!({
             "renderer": "chromium",
             "eval": true,
             "snapshot": true,
             "navigate": true,
-            "a2ui": {"version": "0.8", "introspect": false, "supported": false},
-            "window": "headless",
-            "headless": true,
+            "a2ui": {"version": "0.8", "introspect": a2ui_ready, "supported": a2ui_ready},
+            "window": match window { Window::Headless => "headless", Window::X11(_) => "x11" },
+            "headless": !windowed,
             "running": running.is_some(),
             "visible": running.is_some() && state.visible,
             "browserVersion": version,
-            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": false,
-                        "title": true, "alwaysOnTop": false},
+            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": windowed,
+                        "title": true, "alwaysOnTop": on_top},
             "navigateSchemes": ["http", "https"],
             "snapshotFormats": ["png", "jpeg"],
         }))
+    }
+}
+
+impl Canvas {
+    async fn a2ui_push(self: &Arc<Self>, args: &Map<String, Value>) -> InvokeResult {
+        let text = |key: &str| args.get(key).and_then(Value::as_str).filter(|text| !text.trim().is_empty());
+        let jsonl = match (text("jsonl"), text("jsonlPath")) {
+            (Some(_), Some(_)) => {
+                return Err(ToolFailure::invalid_request(
+                    "A2UI push takes jsonl or jsonlPath, not both: the messages themselves, or a file of them",
+                ));
+            }
+            (Some(jsonl), None) => jsonl.to_owned(),
+            (None, Some(path)) => {
+                let (path, temp) = (path.to_owned(), std::env::temp_dir());
+                let read = tokio::task::spawn_blocking(move || a2ui::read_jsonl_path(&path, &temp));
+                read.await
+                    .map_err(|error| ToolFailure::new(format!("A2UI push failed: {error}")))?
+                    .map_err(|error| ToolFailure::invalid_request(format!("Invalid jsonlPath: {error}")))?
+            }
+            (None, None) => {
+                return Err(ToolFailure::invalid_request(
+                    "Missing jsonl parameter: pass A2UI v0.8 messages as jsonl (one JSON object a line) or a file \
+                     of them in the temp directory as jsonlPath",
+                ));
+            }
+        };
+        match args.get("props") {
+            None | Some(Value::Null | Value::Object(_)) => {}
+            Some(_) => return Err(ToolFailure::invalid_request("props must be an object")),
+        }
+        let messages = a2ui::parse_jsonl(&jsonl)
+            .map_err(|error| ToolFailure::invalid_request(format!("Invalid jsonl: {error}")))?;
+        let failed = |error: String| ToolFailure::new(format!("A2UI push failed: {error}"));
+        let mut state = self.state.lock().await;
+        if !(state.a2ui && open(&state).is_ok()) {
+            let bundle = a2ui::find_bundle(&self.options.a2ui).map_err(|missing| {
+                ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: {missing}")).with_code("CANVAS_NOT_AVAILABLE")
+            })?;
+            let page = tokio::task::spawn_blocking(move || a2ui::host_page(&bundle));
+            let page = page.await.map_err(|error| failed(error.to_string()))?.map_err(failed)?;
+            let url = format!("data:text/html;charset=utf-8;base64,{}", STANDARD.encode(page));
+            let geometry = Geometry { width: DEFAULT_WIDTH as u32, height: DEFAULT_HEIGHT as u32, x: None, y: None };
+            let shown = state.visible && state.browser.as_ref().is_some_and(Browser::alive);
+            let browser = self.browser(&mut state, &geometry).await?;
+            // A canvas already shown keeps its size and place; otherwise it opens at the default.
+            if !shown {
+                browser.set_geometry(&geometry).await.map_err(failed)?;
+            }
+            browser.load(&url).await.map_err(|error| failed(format!("the renderer did not load: {error}")))?;
+            state.visible = true;
+            state.a2ui = true;
+            state.generation += 1;
+        }
+        let browser = open(&state)?;
+        match browser.evaluate(&a2ui::push_script(&messages), A2UI_BOUND).await.map_err(failed)? {
+            Evaluated::Value(_) => Ok(json!({"pushed": true})),
+            Evaluated::Threw(error) => Err(failed(format!("the renderer refused the messages: {error}"))),
+            Evaluated::TimedOut => {
+                Err(failed(format!("the renderer did not answer within {} s", A2UI_BOUND.as_secs())))
+            }
+        }
+    }
+
+    async fn a2ui_reset(self: &Arc<Self>) -> InvokeResult {
+        let state = self.state.lock().await;
+        // Nothing A2UI shown: nothing to clear.
+        let Some(browser) = open(&state).ok().filter(|_| state.a2ui) else { return Ok(json!({"reset": true})) };
+        match browser.evaluate(&a2ui::reset_script(), A2UI_BOUND).await {
+            Ok(Evaluated::Value(_)) => Ok(json!({"reset": true})),
+            Ok(other) => Err(ToolFailure::new(format!("A2UI reset failed: {other:?}"))),
+            Err(error) => Err(ToolFailure::new(format!("A2UI reset failed: {error}"))),
+        }
+    }
+
+    async fn a2ui_dump(self: &Arc<Self>) -> InvokeResult {
+        let state = self.state.lock().await;
+        let browser = open(&state)?;
+        if !state.a2ui {
+            return Err(ToolFailure::new(format!(
+                "{NOT_OPEN}: the canvas shows a page, not A2UI surfaces; push some with canvas.a2ui.push first"
+            ))
+            .with_code(NOT_OPEN));
+        }
+        let dump_failed = |why: String| {
+            ToolFailure::new(format!("{DUMP_FAILED}: cannot read the surfaces from the renderer: {why}"))
+                .with_code(DUMP_FAILED)
+        };
+        match browser.evaluate(&a2ui::dump_script(), A2UI_BOUND).await.map_err(dump_failed)? {
+            Evaluated::Value(value) => Ok(value),
+            Evaluated::Threw(error) => Err(dump_failed(error)),
+            Evaluated::TimedOut => Err(dump_failed(format!("no answer within {} s", A2UI_BOUND.as_secs()))),
+        }
     }
 }
 
@@ -395,6 +600,7 @@ struct PresentArgs {
     url: String,
     geometry: Geometry,
     title: String,
+    always_on_top: bool,
 }
 
 impl PresentArgs {
@@ -433,11 +639,12 @@ impl PresentArgs {
             y: place("y")?,
         };
         let title = text("title").map_or(DEFAULT_TITLE, str::trim).to_owned();
-        match args.get("alwaysOnTop") {
-            None | Some(Value::Null | Value::Bool(_)) => {}
+        let always_on_top = match args.get("alwaysOnTop") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(on)) => *on,
             Some(_) => return Err(ToolFailure::invalid_request("alwaysOnTop must be true or false")),
-        }
-        Ok(PresentArgs { url, geometry, title })
+        };
+        Ok(PresentArgs { url, geometry, title, always_on_top })
     }
 }
 
@@ -522,10 +729,10 @@ fn present_spec() -> CommandSpec {
         name: "canvas.present",
         title: Some("Show the canvas"),
         description: Some(
-            "Show a page in the canvas (headless Chromium on this machine; read it with canvas.snapshot and \
-             canvas.eval). url (http or https) or html (the page itself, at most 1 MiB); width and height 100..7680 \
-             (default 800x600); x and y (a window's position, -1 centred) are accepted and have no effect \
-             while the canvas is headless; title (default Canvas) for a page without its own; alwaysOnTop is accepted but not supported. Returns \
+            "Show a page in the canvas (Chromium on this machine: an app window on the X display when there \
+             is one, else headless; read it with canvas.snapshot and canvas.eval). url (http or https) or html \
+             (the page itself, at most 1 MiB); width and height 100..7680 (default 800x600); x and y (the \
+             window's position, -1 centred; no effect while the canvas is headless); title (default Canvas) for a page without its own; alwaysOnTop keeps the window above others where the window manager allows (canvas.caps present.alwaysOnTop). Returns \
              {presented: true} once the page has loaded.",
         ),
         input_schema: Some(object_schema(json!({
@@ -554,8 +761,8 @@ fn hide_spec() -> CommandSpec {
         name: "canvas.hide",
         title: Some("Hide the canvas"),
         description: Some(
-            "Hide the canvas: its page is cleared at once and its browser stopped a minute later unless the \
-             canvas is presented again. Takes no arguments; returns {hidden: true}, also when nothing was shown.",
+            "Hide the canvas: a window is closed at once; a headless canvas is cleared at once and its \
+             browser stopped a minute later unless it is presented again. Takes no arguments; returns {hidden: true}, also when nothing was shown.",
         ),
         input_schema: Some(object_schema(json!({}))),
         output_schema: Some(answer_schema(json!({"hidden": {"type": "boolean"}}))),
@@ -649,7 +856,7 @@ fn caps_spec() -> CommandSpec {
         title: Some("Canvas capabilities"),
         description: Some(
             "What this node's canvas renderer supports: {renderer: chromium, eval, snapshot, navigate, a2ui \
-             (not supported yet), window (headless), running, visible, browserVersion, present, \
+             {version, supported: whether the A2UI renderer is installed}, window (x11 or headless), headless, running, visible, browserVersion, present, \
              navigateSchemes, snapshotFormats}. Takes no arguments and starts nothing.",
         ),
         input_schema: Some(object_schema(json!({}))),
@@ -657,6 +864,62 @@ fn caps_spec() -> CommandSpec {
         annotations: ToolAnnotations::READ_ONLY,
     });
     SPEC.clone()
+}
+
+fn a2ui_push_spec(name: &'static str) -> CommandSpec {
+    CommandSpec {
+        name,
+        title: Some("Push A2UI messages to the canvas"),
+        description: Some(
+            "Render A2UI v0.8 messages (surfaceUpdate, dataModelUpdate, beginRendering, deleteSurface) in the \
+             canvas with OpenClaw's A2UI renderer, showing it (800x600) if the canvas shows something else. jsonl: \
+             one JSON message a line (at most 4 MiB and 4096 lines), or jsonlPath: a file of them inside the temp \
+             directory; props is accepted and unused. Returns {pushed: true} once the renderer has applied them; \
+             read the result with canvas.a2ui.dump or canvas.snapshot.",
+        ),
+        input_schema: Some(object_schema(json!({
+            "jsonl": {"type": "string", "description": "A2UI v0.8 messages, one JSON object a line."},
+            "jsonlPath": {"type": "string", "description": "A file of them, inside the temp directory."},
+            "props": {"type": "object"}
+        }))),
+        output_schema: Some(answer_schema(json!({"pushed": {"type": "boolean"}}))),
+        annotations: ToolAnnotations {
+            read_only_hint: false,
+            destructive_hint: false,
+            idempotent_hint: false,
+            open_world_hint: false,
+        },
+    }
+}
+
+fn a2ui_reset_spec() -> CommandSpec {
+    CommandSpec {
+        name: "canvas.a2ui.reset",
+        title: Some("Clear the A2UI surfaces"),
+        description: Some("Remove every A2UI surface from the canvas. Takes no arguments; returns {reset: true}."),
+        input_schema: Some(object_schema(json!({}))),
+        output_schema: Some(answer_schema(json!({"reset": {"type": "boolean"}}))),
+        annotations: ToolAnnotations {
+            read_only_hint: false,
+            destructive_hint: true,
+            idempotent_hint: true,
+            open_world_hint: false,
+        },
+    }
+}
+
+fn a2ui_dump_spec() -> CommandSpec {
+    CommandSpec {
+        name: "canvas.a2ui.dump",
+        title: Some("Read the A2UI surfaces"),
+        description: Some(
+            "The canvas's A2UI surfaces as the renderer holds them: {surfaces: [{surfaceId, root, components, \
+             dataModel, styles}]}. CANVAS_NOT_OPEN when the canvas shows no A2UI.",
+        ),
+        input_schema: Some(object_schema(json!({}))),
+        output_schema: None,
+        annotations: ToolAnnotations::READ_ONLY,
+    }
 }
 
 #[cfg(test)]

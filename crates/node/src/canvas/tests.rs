@@ -4,7 +4,9 @@
 //! exceptions and time bound; non-http(s) URLs refused; the browser's whole process tree (found in
 //! /proc) gone after hide, shutdown and drop, with its profile; the switch and the missing
 //! program; and a page that knows the endpoints cannot drive the browser over DevTools nor call
-//! the node's real MCP listener, even with its token. Every browser is the test's own and at most two run at once.
+//! the node's real MCP listener, even with its token; under a private Xvfb, an app-mode window of
+//! the asked geometry and title (xwininfo, and the X screen's own pixels). Every browser is the
+//! test's own and at most two run at once.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -36,7 +38,7 @@ fn switch(dir: &Path, on: bool) {
 /// A headless canvas, switch on, its browser stopped `idle` after a hide.
 fn canvas(dir: &Path, idle: Duration) -> CanvasCapability {
     require("chromium", "chromium");
-    let options = CanvasOptions { idle_after_hide: idle, path: None };
+    let options = CanvasOptions { idle_after_hide: idle, path: None, screen: Screen::Headless, a2ui: vec![] };
     CanvasCapability::with_options(settings(dir, true), options)
 }
 
@@ -445,12 +447,24 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: None };
+    let options =
+        CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless, a2ui: a2ui_bundle() };
     let canvas = CanvasCapability::with_options(settings(dir.path(), false), options);
     let names: Vec<String> = canvas.commands().iter().map(|command| command.name().to_owned()).collect();
     assert_eq!(
         names,
-        ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot", "canvas.caps"]
+        [
+            "canvas.present",
+            "canvas.hide",
+            "canvas.navigate",
+            "canvas.eval",
+            "canvas.snapshot",
+            "canvas.caps",
+            "canvas.a2ui.push",
+            "canvas.a2ui.pushJSONL",
+            "canvas.a2ui.reset",
+            "canvas.a2ui.dump"
+        ]
     );
     let off = |canvas: &CanvasCapability| canvas.commands().iter().all(|command| !command.is_listed());
     assert!(off(&canvas), "off: nothing is listed");
@@ -493,7 +507,12 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
 async fn without_chromium_the_canvas_is_not_listed_and_says_which_package_to_install() {
     let dir = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let options = CanvasOptions { idle_after_hide: Duration::ZERO, path: Some(empty.path().into()) };
+    let options = CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        path: Some(empty.path().into()),
+        screen: Screen::Headless,
+        a2ui: vec![],
+    };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     let present = find(&canvas, "canvas.present");
     assert!(!present.is_listed());
@@ -600,4 +619,337 @@ async fn a_page_in_the_canvas_cannot_reach_the_nodes_mcp_listener_even_with_its_
     canvas.shutdown().await;
     stop.cancel();
     served.await.unwrap().unwrap();
+}
+
+/// The line `xwininfo -root -tree` prints for the window named `title`, once there is one
+/// (waiting at most `within`), else the whole tree.
+async fn window_line(display: &str, title: &str, within: Duration) -> Result<String, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let output = std::process::Command::new("xwininfo")
+            .args(["-display", display, "-root", "-tree"])
+            .output()
+            .expect("xwininfo runs (apt-get install x11-utils)");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if let Some(line) = text.lines().find(|line| line.contains(&format!("\"{title}\""))) {
+            return Ok(line.trim().to_owned());
+        }
+        if Instant::now() >= deadline {
+            return Err(text);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The colour the X server shows at (`x`, `y`) of the screen (Xvfb's 24-bit TrueColor: B, G, R, pad).
+fn screen_pixel(display: &str, x: i16, y: i16) -> [u8; 3] {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ConnectionExt, ImageFormat};
+    let (conn, screen) = x11rb::connect(Some(display)).unwrap();
+    let root = conn.setup().roots[screen].root;
+    let image = conn.get_image(ImageFormat::Z_PIXMAP, root, x, y, 1, 1, !0).unwrap().reply().unwrap();
+    [image.data[2], image.data[1], image.data[0]]
+}
+
+/// The X screen's pixel at (`x`, `y`) once it is `colour` (the window's compositor draws a frame
+/// or two after the page has loaded), or what it is after a few seconds.
+async fn wait_screen_pixel(display: &str, x: i16, y: i16, colour: [u8; 3]) -> [u8; 3] {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let seen = screen_pixel(display, x, y);
+        if seen == colour || Instant::now() >= deadline {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_display_the_canvas_is_an_app_window_of_the_asked_size_place_and_title() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    require("xwininfo", "x11-utils");
+    let dir = tempfile::tempdir().unwrap();
+    let (_xvfb, display) = crate::test_support::xvfb_sized(dir.path(), "1024x768x24");
+    let options = CanvasOptions {
+        screen: Screen::X11(display.clone()),
+        idle_after_hide: Duration::ZERO,
+        path: None,
+        a2ui: vec![],
+    };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!((caps["window"].clone(), caps["headless"].clone()), (json!("x11"), json!(false)), "{caps}");
+
+    let title = nonce();
+    let colour = random_bytes::<3>();
+    let html = format!("<body style=\"margin:0;background:{}\"></body>", hex(colour));
+    let args = json!({"html": html, "width": 400, "height": 300, "x": 50, "y": 60, "title": title});
+    ok(&canvas, "canvas.present", args).await;
+    let line = window_line(&display, &title, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|tree| panic!("no window titled {title}:\n{tree}"));
+    assert!(line.contains(" 400x300+50+60 "), "the window's geometry: {line}");
+    // App mode: the page begins at the window's top-left corner (no tab strip, address bar or
+    // infobar above it) and fills it to the opposite corner.
+    for (x, y) in [(51, 61), (250, 210), (448, 358)] {
+        assert_eq!(wait_screen_pixel(&display, x, y, colour).await, colour, "the screen at ({x}, {y})");
+    }
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!((caps["window"].clone(), caps["headless"].clone()), (json!("x11"), json!(false)), "{caps}");
+    assert_eq!(caps["present"]["position"], json!(true));
+    // The snapshot is the page's own pixels, exactly.
+    let output = call(&canvas, "canvas.snapshot", json!({})).await.unwrap();
+    let pixels = decode_png(&output);
+    assert_eq!((pixels.width, pixels.height), (400, 300));
+    for y in 0..300 {
+        for x in 0..400 {
+            assert_eq!(pixel(&pixels, x, y), colour, "pixel ({x}, {y})");
+        }
+    }
+
+    // Presented again without x and y: moved, resized and centred on the 1024x768 screen.
+    let title = nonce();
+    ok(&canvas, "canvas.present", json!({"html": "<p>c</p>", "width": 200, "height": 100, "title": title})).await;
+    let line = window_line(&display, &title, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|tree| panic!("no window titled {title}:\n{tree}"));
+    assert!(line.contains(" 200x100+412+334 "), "centred on 1024x768: {line}");
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": "document.body.innerText"})).await, json!({"result": "c"}));
+
+    // Hidden: the window goes at once, with the whole tree and the profile.
+    let (_, processes, profile) = running(&canvas).await;
+    ok(&canvas, "canvas.hide", json!({})).await;
+    wait_gone(&processes, &profile, Duration::from_secs(5)).await;
+    assert!(window_line(&display, &title, Duration::ZERO).await.is_err(), "no canvas window is left");
+}
+
+/// Where the tests find OpenClaw's A2UI renderer: where the node looks, then the e2e gateway's
+/// install (`e2e/gateway/install.sh`); a test fails, naming the package, when it is nowhere.
+fn a2ui_bundle() -> Vec<std::path::PathBuf> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_default();
+    let cache = std::env::var_os("CLAWMCP_E2E_CACHE").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map_or_else(|| home.join(".cache"), std::path::PathBuf::from)
+            .join("clawmcp-e2e")
+    });
+    let mut candidates = a2ui::bundle_candidates();
+    candidates.push(cache.join("gateway/oc/node_modules/openclaw/dist/canvas-host/a2ui/a2ui.bundle.js"));
+    let found = a2ui::find_bundle(&candidates).unwrap_or_else(|missing| {
+        panic!(
+            "{missing} (or run e2e/gateway/install.sh, which installs the openclaw npm package in {})",
+            cache.display()
+        )
+    });
+    vec![found]
+}
+
+/// Every text the page shows, through open shadow roots (the renderer's components use them);
+/// not scripts' and styles' text.
+const PAGE_TEXT: &str = "(() => { const out = []; const walk = (node) => { if (node.shadowRoot) walk(node.shadowRoot); \
+    for (const child of node.childNodes) { if (child.nodeType === 3 && child.textContent.trim()) out.push(child.textContent.trim()); \
+    else if (child.nodeType === 1 && !['SCRIPT', 'STYLE'].includes(child.tagName)) walk(child); } }; \
+    walk(document.body); return out; })()";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2ui_messages_are_rendered_by_openclaws_renderer_dumped_and_reset() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless, a2ui: a2ui_bundle() };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    assert!(canvas.commands().iter().all(Command::is_listed), "with the renderer every command is listed");
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!(caps["a2ui"], json!({"version": "0.8", "introspect": true, "supported": true}));
+    let closed = answer(&canvas, "canvas.a2ui.dump", json!({})).await.unwrap_err();
+    assert_eq!(closed.code, Some(NOT_OPEN), "{}", closed.message);
+
+    let (heading, line) = (nonce(), nonce());
+    let jsonl = [
+        json!({"surfaceUpdate": {"surfaceId": "main", "components": [
+            {"id": "root", "component": {"Column": {"children": {"explicitList": ["heading", "line"]}}}},
+            {"id": "heading", "component": {"Text": {"text": {"literalString": heading}, "usageHint": "h1"}}},
+            {"id": "line", "component": {"Text": {"text": {"path": "/line"}}}}
+        ]}}),
+        json!({"dataModelUpdate": {"surfaceId": "main", "contents": [{"key": "line", "valueString": line}]}}),
+        json!({"beginRendering": {"surfaceId": "main", "root": "root"}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    assert_eq!(
+        ok(&canvas, "canvas.a2ui.push", json!({"jsonl": format!("{jsonl}\n\n")})).await,
+        json!({"pushed": true})
+    );
+    let dump = ok(&canvas, "canvas.a2ui.dump", json!({})).await;
+    let surfaces = dump["surfaces"].as_array().unwrap();
+    assert_eq!(surfaces.len(), 1, "{dump}");
+    assert_eq!((surfaces[0]["surfaceId"].clone(), surfaces[0]["root"].clone()), (json!("main"), json!("root")));
+    let ids: Vec<&str> =
+        surfaces[0]["components"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(ids, ["root", "heading", "line"], "{dump}");
+    assert_eq!(surfaces[0]["components"][1]["component"]["Text"]["text"]["literalString"], json!(heading));
+    assert!(surfaces[0]["dataModel"].to_string().contains(&line), "the data model holds the bound value: {dump}");
+    // Rendered: both texts are on the page (the bound one through the data model), and pixels
+    // differ from the empty renderer's.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let shown = loop {
+        let shown = ok(&canvas, "canvas.eval", json!({"script": PAGE_TEXT})).await["result"].clone();
+        let texts: Vec<String> = serde_json::from_value(shown.clone()).unwrap();
+        let has = |word: &str| texts.iter().any(|text| text.contains(word));
+        if has(&heading) && has(&line) || Instant::now() >= deadline {
+            break texts;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // (An h1 Text is markdown: the renderer shows it as "# heading".)
+    let has = |word: &str| shown.iter().any(|text| text.contains(word));
+    assert!(has(&heading) && has(&line), "the page shows {shown:?}");
+    let rendered = decode_png(&call(&canvas, "canvas.snapshot", json!({})).await.unwrap());
+    assert_eq!((rendered.width, rendered.height), (800, 600), "the default size");
+
+    // A file of messages inside the temp directory: another surface.
+    let other = nonce();
+    let file = tempfile::NamedTempFile::new_in(std::env::temp_dir()).unwrap();
+    let messages = [
+        json!({"surfaceUpdate": {"surfaceId": "side", "components": [{"id": "t", "component": {"Text": {"text": {"literalString": other}}}}]}}),
+        json!({"beginRendering": {"surfaceId": "side", "root": "t"}}),
+    ];
+    std::fs::write(file.path(), messages.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")).unwrap();
+    let path = file.path().to_str().unwrap();
+    ok(&canvas, "canvas.a2ui.pushJSONL", json!({"jsonlPath": path})).await;
+    let dump = ok(&canvas, "canvas.a2ui.dump", json!({})).await;
+    let ids: Vec<&str> = dump["surfaces"].as_array().unwrap().iter().filter_map(|s| s["surfaceId"].as_str()).collect();
+    assert_eq!(ids, ["main", "side"], "{dump}");
+
+    // Refused: a path out of the temp directory (through a link in it), both or neither source,
+    // over upstream's limits, a line that is not a JSON object.
+    let link = tempfile::Builder::new().tempdir_in(std::env::temp_dir()).unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+    std::fs::write(outside.path().join("m.jsonl"), "{}").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("m.jsonl"), link.path().join("m.jsonl")).unwrap();
+    let escaped = link.path().join("m.jsonl");
+    let refused = answer(&canvas, "canvas.a2ui.push", json!({"jsonlPath": escaped})).await.unwrap_err();
+    assert!(refused.message.contains("must be inside the temp directory"), "{}", refused.message);
+    assert_eq!(refused.code, Some(INVALID_REQUEST));
+    let both = answer(&canvas, "canvas.a2ui.push", json!({"jsonl": "{}", "jsonlPath": path})).await.unwrap_err();
+    assert!(both.message.contains("not both"), "{}", both.message);
+    let neither = answer(&canvas, "canvas.a2ui.push", json!({})).await.unwrap_err();
+    assert!(neither.message.starts_with("Missing jsonl parameter"), "{}", neither.message);
+    let lines = answer(&canvas, "canvas.a2ui.push", json!({"jsonl": "{}\n".repeat(4097)})).await.unwrap_err();
+    assert!(lines.message.contains("more than the 4096"), "{}", lines.message);
+    let big = format!("{{\"x\": \"{}\"}}", "y".repeat(a2ui::MAX_JSONL_BYTES));
+    let bytes = answer(&canvas, "canvas.a2ui.push", json!({"jsonl": big})).await.unwrap_err();
+    assert!(bytes.message.contains("more than the 4194304"), "{}", bytes.message);
+    let array = answer(&canvas, "canvas.a2ui.push", json!({"jsonl": "{}\n[1]"})).await.unwrap_err();
+    assert!(array.message.contains("line 2 is not a JSON object"), "{}", array.message);
+
+    // Reset clears every surface; the page shows none of the texts.
+    assert_eq!(ok(&canvas, "canvas.a2ui.reset", json!({})).await, json!({"reset": true}));
+    assert_eq!(ok(&canvas, "canvas.a2ui.dump", json!({})).await, json!({"surfaces": []}));
+    let texts: Vec<String> =
+        serde_json::from_value(ok(&canvas, "canvas.eval", json!({"script": PAGE_TEXT})).await["result"].clone())
+            .unwrap();
+    assert!(!texts.iter().any(|text| text.contains(&heading) || text.contains(&other)), "{texts:?}");
+    let empty = decode_png(&call(&canvas, "canvas.snapshot", json!({})).await.unwrap());
+    assert_ne!(empty.data, rendered.data, "the rendered surface was in the pixels");
+    // Another page replaces the renderer: dump says so.
+    ok(&canvas, "canvas.present", json!({"html": "<p>x</p>"})).await;
+    let page = answer(&canvas, "canvas.a2ui.dump", json!({})).await.unwrap_err();
+    assert_eq!(page.code, Some(NOT_OPEN), "{}", page.message);
+    canvas.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_the_a2ui_renderer_its_commands_are_not_listed_and_say_how_to_install_it() {
+    require("chromium", "chromium");
+    let dir = tempfile::tempdir().unwrap();
+    let missing = vec![dir.path().join("none").join("a2ui.bundle.js")];
+    let options =
+        CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless, a2ui: missing };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    assert!(find(&canvas, "canvas.present").is_listed(), "the rest of the canvas works");
+    let push = find(&canvas, "canvas.a2ui.push");
+    assert!(!push.is_listed());
+    let reason = push.unavailable_reason().unwrap();
+    assert!(reason.contains("npm install -g openclaw"), "{reason}");
+    let refused = answer(&canvas, "canvas.a2ui.dump", json!({})).await.unwrap_err();
+    assert_eq!(refused.code, Some(UNAVAILABLE));
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!(caps["a2ui"]["supported"], json!(false));
+}
+
+#[tokio::test]
+async fn the_node_s_display_makes_a_window_only_when_an_x_server_answers_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (xvfb, display) = crate::test_support::xvfb(dir.path());
+    assert_eq!(window_on(Some(display.clone())).await, Window::X11(display.clone()));
+    assert_eq!(window_on(None).await, Window::Headless, "DISPLAY unset");
+    assert_eq!(window_on(Some(String::new())).await, Window::Headless, "DISPLAY empty");
+    // A stale DISPLAY (its server gone) would make a windowed Chromium exit: headless instead.
+    drop(xvfb);
+    assert_eq!(window_on(Some(display)).await, Window::Headless, "no server answers");
+}
+
+/// `xprop`'s `_NET_WM_STATE` of the window titled `title` (found in `xwininfo`'s tree: under a
+/// reparenting window manager it is a frame's child, which `xprop -name` does not search).
+async fn wm_state(display: &str, title: &str) -> String {
+    let line =
+        window_line(display, title, Duration::from_secs(10)).await.unwrap_or_else(|tree| panic!("no {title}:\n{tree}"));
+    let id = line.split_whitespace().next().unwrap().to_owned();
+    let output = std::process::Command::new("xprop")
+        .args(["-display", display, "-id", &id, "_NET_WM_STATE"])
+        .output()
+        .expect("xprop runs (apt-get install x11-utils)");
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_window_manager_always_on_top_keeps_the_canvas_window_above() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    require("xprop", "x11-utils");
+    let dir = tempfile::tempdir().unwrap();
+    let (_xvfb, display) = crate::test_support::xvfb_sized(dir.path(), "1024x768x24");
+    let mut command = std::process::Command::new("openbox");
+    command.args(["--sm-disable", "--config-file", "/dev/null"]).env("DISPLAY", &display);
+    let _wm = crate::test_support::Spawned::start("openbox", "openbox", &mut command, dir.path());
+    // Ready once it advertises what it supports.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !above::supported(&display) {
+        assert!(Instant::now() < deadline, "openbox did not start on {display}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let options = CanvasOptions {
+        screen: Screen::X11(display.clone()),
+        idle_after_hide: Duration::ZERO,
+        path: None,
+        a2ui: vec![],
+    };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!(caps["present"]["alwaysOnTop"], json!(true), "{caps}");
+    let title = nonce();
+    let args = json!({"html": "<p>top</p>", "width": 300, "height": 200, "title": title, "alwaysOnTop": true});
+    ok(&canvas, "canvas.present", args).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !wm_state(&display, &title).await.contains("_NET_WM_STATE_ABOVE") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // And it stays so (Chromium's own state updates do not take it back).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let state = wm_state(&display, &title).await;
+    assert!(state.contains("_NET_WM_STATE_ABOVE"), "{state}");
+    // Presented again without it: no longer above.
+    let args = json!({"html": "<p>top</p>", "width": 300, "height": 200, "title": title, "alwaysOnTop": false});
+    ok(&canvas, "canvas.present", args).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while wm_state(&display, &title).await.contains("_NET_WM_STATE_ABOVE") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let state = wm_state(&display, &title).await;
+    assert!(!state.contains("_NET_WM_STATE_ABOVE") && state.contains("_NET_WM_STATE"), "{state}");
+    canvas.shutdown().await;
 }
