@@ -262,6 +262,14 @@ impl<I: 'static> ToolDef<I> {
         tool: Tool,
         handler: impl Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync + 'static,
     ) -> Self {
+        // MCP: an output schema's root is an object schema; SDK clients (the Python SDK's
+        // ListToolsResult) refuse the whole tools/list otherwise. Every surface's tests build
+        // their tools, so a definition that breaks the rule fails there.
+        debug_assert!(
+            tool.output_schema.as_ref().is_none_or(|schema| schema.to_value()["type"] == "object"),
+            "{}: an outputSchema must have \"type\": \"object\" at its root",
+            tool.name
+        );
         ToolDef {
             tool: Arc::new(tool),
             handler: Arc::new(handler),
@@ -583,6 +591,12 @@ mod tests {
         let typed = echo("typed", Some(schema)).call_mcp(args(json!({"k": "v"})), CallContext::detached()).await;
         assert_eq!(typed.structured_content, Some(json!({"k": "v"})));
         assert_eq!(typed.first_text(), Some(r#"{"k":"v"}"#), "a text block is always there for older clients");
+    }
+
+    #[test]
+    #[should_panic(expected = "an outputSchema must have \"type\": \"object\" at its root")]
+    fn an_output_schema_without_an_object_root_is_refused_where_it_is_defined() {
+        let _ = echo("untyped", Some(json!({"oneOf": [{"type": "object"}]}).into()));
     }
 
     #[test]

@@ -109,40 +109,47 @@ pub(crate) fn descriptor() -> Tool {
     }
 }
 
-/// The JSON Schema of `read`'s `structuredContent` (see the module docs).
+/// The JSON Schema of `read`'s `structuredContent` (see the module docs): one object schema
+/// (MCP wants `"type": "object"` at the root, and clients' checks read its `required` and
+/// `properties`), each kind's own fields required and only those allowed.
 fn output_schema() -> clawmcp_mcp::Schema {
+    const TEXT_FIELDS: [&str; 9] = [
+        "kind",
+        "path",
+        "startLine",
+        "endLine",
+        "totalLines",
+        "totalLinesExact",
+        "nextOffset",
+        "cutLines",
+        "lossyUtf8",
+    ];
+    const IMAGE_FIELDS: [&str; 4] = ["kind", "path", "mimeType", "sizeBytes"];
     let count = json!({"type": "integer", "minimum": 0});
+    let only = |kind: &str, fields: &[&str]| {
+        json!({
+            "if": {"properties": {"kind": {"const": kind}}},
+            "then": {"required": fields, "propertyNames": {"enum": fields}}
+        })
+    };
     json!({
-        "oneOf": [
-            {
-                "type": "object",
-                "properties": {
-                    "kind": {"const": "text"},
-                    "path": {"type": "string"},
-                    "startLine": {"type": "integer", "minimum": 1},
-                    "endLine": count,
-                    "totalLines": count,
-                    "totalLinesExact": {"type": "boolean"},
-                    "nextOffset": {"type": ["integer", "null"], "minimum": 2},
-                    "cutLines": count,
-                    "lossyUtf8": {"type": "boolean"}
-                },
-                "required": ["kind", "path", "startLine", "endLine", "totalLines", "totalLinesExact", "nextOffset",
-                    "cutLines", "lossyUtf8"],
-                "additionalProperties": false
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "kind": {"const": "image"},
-                    "path": {"type": "string"},
-                    "mimeType": {"enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
-                    "sizeBytes": count
-                },
-                "required": ["kind", "path", "mimeType", "sizeBytes"],
-                "additionalProperties": false
-            }
-        ]
+        "type": "object",
+        "properties": {
+            "kind": {"enum": ["text", "image"]},
+            "path": {"type": "string"},
+            "startLine": {"type": "integer", "minimum": 1},
+            "endLine": count,
+            "totalLines": count,
+            "totalLinesExact": {"type": "boolean"},
+            "nextOffset": {"type": ["integer", "null"], "minimum": 2},
+            "cutLines": count,
+            "lossyUtf8": {"type": "boolean"},
+            "mimeType": {"enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
+            "sizeBytes": count
+        },
+        "required": ["kind", "path"],
+        "additionalProperties": false,
+        "allOf": [only("text", &TEXT_FIELDS), only("image", &IMAGE_FIELDS)]
     })
     .into()
 }
@@ -645,12 +652,21 @@ mod tests {
 
     #[test]
     fn the_metadata_schema_rejects_a_wrong_shape() {
+        assert_eq!(output_schema().to_value()["type"], "object", "MCP wants an object schema at the root");
         let validator = jsonschema::validator_for(&output_schema().to_value()).unwrap();
         let mut text = json!({"kind": "text", "path": "/a", "startLine": 1, "endLine": 1, "totalLines": 1,
             "totalLinesExact": true, "nextOffset": null, "cutLines": 0, "lossyUtf8": false});
         assert!(validator.is_valid(&text));
         text["kind"] = json!("image");
         assert!(!validator.is_valid(&text), "an image has no line fields");
+        let mut image = json!({"kind": "image", "path": "/a", "mimeType": "image/png", "sizeBytes": 1});
+        assert!(validator.is_valid(&image));
+        image["startLine"] = json!(1);
+        assert!(!validator.is_valid(&image), "nor does it take them");
+        assert!(
+            !validator.is_valid(&json!({"path": "/a", "mimeType": "image/png", "sizeBytes": 1})),
+            "kind is required"
+        );
         assert!(!validator.is_valid(&json!({"kind": "image", "path": "/a", "mimeType": "image/bmp", "sizeBytes": 1})));
     }
 
