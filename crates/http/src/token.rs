@@ -16,7 +16,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -106,15 +106,18 @@ pub fn reset(path: &Path) -> Result<String, TokenError> {
 ///
 /// The file is followed through the descriptor it was read from, not its name: each check is one
 /// `fstat` of that descriptor (no path walk; a third of the cost of a `stat` by name, measured
-/// in bench/NODE_RESULTS.md) under one lock, and the presented token is compared under the same
-/// lock (no shared reference count touched per request). A change shows on the descriptor:
+/// in bench/NODE_RESULTS.md) under a shared read lock, and the presented token is compared under
+/// the same read lock (no shared reference count touched per request). Only a change takes the
+/// write lock: with an exclusive lock on every request, two runtime threads checking tokens at
+/// once queued on each other's `fstat` (a futex sleep and wake-up per contended request, seen
+/// with `strace -f -k` under wrk at 16 connections). A change shows on the descriptor:
 /// new contents or mode (its change time, modification time or length moved), the name given to
 /// another file (`clawmcp token --reset` renames a new file over it, or it was deleted: the held
 /// file has no links left), or the file renamed away (its change time moved). The one change it
 /// cannot see is the data directory itself renamed away while the node runs.
 pub struct LiveToken {
     path: PathBuf,
-    cache: Mutex<Cache>,
+    cache: RwLock<Cache>,
 }
 
 struct Cache {
@@ -181,7 +184,7 @@ impl LiveToken {
         // so a change racing this load is never missed.
         Ok(LiveToken {
             path: path.to_owned(),
-            cache: Mutex::new(Cache { source: Source::Unread, token: token.into(), generation: 0 }),
+            cache: RwLock::new(Cache { source: Source::Unread, token: token.into(), generation: 0 }),
         })
     }
 
@@ -192,7 +195,7 @@ impl LiveToken {
     /// The token in force now. While the file is missing, blank, refused or unreadable the last
     /// good token stays in force, so a half-finished manual edit cannot lock everyone out.
     pub fn current(&self) -> Arc<str> {
-        self.fresh().token.clone()
+        self.with_fresh(|cache| cache.token.clone())
     }
 
     /// Whether `presented` is the current token, compared in constant time (the length, 43 for
@@ -205,23 +208,31 @@ impl LiveToken {
     /// it admits carries, so everything bound to a token (the node's file channels) can tell a
     /// request admitted before a rotation from one admitted after it.
     pub fn admit(&self, presented: &[u8]) -> Option<u64> {
-        let cache = self.fresh();
-        constant_time_eq::constant_time_eq(presented, cache.token.as_bytes()).then_some(cache.generation)
+        self.with_fresh(|cache| {
+            constant_time_eq::constant_time_eq(presented, cache.token.as_bytes()).then_some(cache.generation)
+        })
     }
 
     /// The generation of the token in force now (see [`LiveToken::admit`]).
     pub fn generation(&self) -> u64 {
-        self.fresh().generation
+        self.with_fresh(|cache| cache.generation)
     }
 
-    /// The cache, re-read first if the file changed since.
-    fn fresh(&self) -> MutexGuard<'_, Cache> {
-        // The cache is plain fields assigned whole: a panic elsewhere cannot tear it.
-        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    /// `read` applied to the cache, re-read first if the file changed since. The cache is plain
+    /// fields assigned whole: a panic elsewhere cannot tear it, so a poisoned lock is used as is.
+    fn with_fresh<R>(&self, read: impl FnOnce(&Cache) -> R) -> R {
+        {
+            let cache = self.cache.read().unwrap_or_else(PoisonError::into_inner);
+            if !cache.source.changed(&self.path) {
+                return read(&cache);
+            }
+        }
+        let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
+        // Another request may have reloaded it between the two locks.
         if cache.source.changed(&self.path) {
             self.reload(&mut cache);
         }
-        cache
+        read(&cache)
     }
 
     fn reload(&self, cache: &mut Cache) {

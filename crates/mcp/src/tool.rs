@@ -209,16 +209,35 @@ pub fn render(outcome: ToolOutcome, structured: bool) -> ToolResult {
 /// call's context in, an answer out. `'static` futures: a call may outlive the list it came from.
 pub type Handler<I> = dyn Fn(I, CallContext) -> BoxFuture<'static, ToolOutcome> + Send + Sync;
 
-/// A live check deciding whether a tool is listed right now (read on every list and call):
-/// `Err(reason)` hides it, the reason saying why and what would bring it back (a switch to turn
-/// on, a package to install), for status reports.
-pub type Availability = dyn Fn() -> Result<(), String> + Send + Sync;
+/// A live check deciding whether a tool is listed right now. Two questions, because they are
+/// asked at different rates: [`Availability::is_available`] on every `tools/list` for every
+/// tool (keep it cheap: no allocation, no message built), [`Availability::unavailable_reason`]
+/// only by status reports (`clawmcp node status`, `doctor`): why it is hidden and what would
+/// bring it back (a switch to turn on, a package to install).
+///
+/// A closure answering `Err(reason)` is one; a check with a cheaper yes/no (the node's
+/// capability gates) implements both questions itself.
+pub trait Availability: Send + Sync + 'static {
+    fn is_available(&self) -> bool;
+    /// `None` while available.
+    fn unavailable_reason(&self) -> Option<String>;
+}
+
+impl<F: Fn() -> Result<(), String> + Send + Sync + 'static> Availability for F {
+    fn is_available(&self) -> bool {
+        self().is_ok()
+    }
+
+    fn unavailable_reason(&self) -> Option<String> {
+        self().err()
+    }
+}
 
 /// One tool: what `tools/list` shows and what `tools/call` runs. Cheap to clone.
 pub struct ToolDef<I> {
     tool: Arc<Tool>,
     handler: Arc<Handler<I>>,
-    available: Option<Arc<Availability>>,
+    available: Option<Arc<dyn Availability>>,
     /// Served to local MCP clients only, never to a remote transport (the gateway).
     local_only: bool,
     /// How [`ToolDef::call_mcp`] checks a call's arguments before the handler runs.
@@ -310,16 +329,16 @@ impl<I: 'static> ToolDef<I> {
         self.available_while(move || if listed() { Ok(()) } else { Err("switched off".to_owned()) })
     }
 
-    /// `self`, listed only while `available` answers `Ok`; its `Err` says why not (see
-    /// [`Availability`]). As with [`ToolDef::listed_while`], a call still reaches the handler.
-    pub fn available_while(mut self, available: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+    /// `self`, listed only while `available` says so (see [`Availability`]: a closure answering
+    /// `Err(why)` will do). As with [`ToolDef::listed_while`], a call still reaches the handler.
+    pub fn available_while(mut self, available: impl Availability) -> Self {
         self.available = Some(Arc::new(available));
         self
     }
 
     /// Why the tool is not listed right now; `None` while it is.
     pub fn unavailable_reason(&self) -> Option<String> {
-        self.available.as_ref().and_then(|available| available().err())
+        self.available.as_ref().and_then(|available| available.unavailable_reason())
     }
 
     pub fn tool(&self) -> &Tool {
@@ -332,7 +351,7 @@ impl<I: 'static> ToolDef<I> {
 
     /// Whether the tool is listed right now.
     pub fn is_listed(&self) -> bool {
-        self.available.as_ref().is_none_or(|available| available().is_ok())
+        self.available.as_ref().is_none_or(|available| available.is_available())
     }
 
     /// Runs the handler.
@@ -409,7 +428,9 @@ impl<I: 'static> ToolSet<I> {
     /// The tools listed right now that `filter` allows, in order.
     pub fn listed(&self, filter: &ToolFilter) -> Vec<ToolDef<I>> {
         let tools = self.tools.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tools.iter().filter(|tool| tool.is_listed() && filter.allows(tool.name())).cloned().collect()
+        // The filter first: it is a pattern match, where a tool's availability may read a
+        // settings file (a tool the filter leaves out need not be checked at all).
+        tools.iter().filter(|tool| filter.allows(tool.name()) && tool.is_listed()).cloned().collect()
     }
 
     /// The `tools/list` entries of [`ToolSet::listed`].
@@ -581,6 +602,24 @@ mod tests {
         assert!(!ran.is_error, "the handler decides what a hidden tool answers");
         on.store(true, Ordering::SeqCst);
         assert_eq!(set.list(&ToolFilter::all()).len(), 1);
+    }
+
+    #[test]
+    fn a_tool_the_filter_leaves_out_is_never_asked_whether_it_is_available() {
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = asked.clone();
+        let set = ToolSet::new([
+            echo("kept", None),
+            echo("left.out", None).listed_while(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                true
+            }),
+        ]);
+        let filter = ToolFilter::parse("kept").unwrap();
+        assert_eq!(set.list(&filter).len(), 1);
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "its check may read a file: not made for a filtered-out tool");
+        assert_eq!(set.list(&ToolFilter::all()).len(), 2);
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use clawmcp_mcp::ToolFailure;
+use clawmcp_mcp::tool::Availability;
 use clawmcp_mcp::tool::codes::UNAVAILABLE;
 
 use crate::capability::Command;
@@ -182,17 +183,23 @@ struct Backend {
 
 impl Backend {
     fn answer(&self) -> Result<(), MissingBackend> {
+        self.with_answer(Result::clone)
+    }
+
+    /// `read` applied to the current answer (re-probed when stale), without copying it.
+    fn with_answer<R>(&self, read: impl FnOnce(&Result<(), MissingBackend>) -> R) -> R {
         // The clock is tokio's so a test can move it; outside a runtime it is the system's.
         let now = Instant::now();
         let mut last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match &*last {
-            Some((at, answer)) if now.saturating_duration_since(*at) < BACKEND_RECHECK => answer.clone(),
+            Some((at, answer)) if now.saturating_duration_since(*at) < BACKEND_RECHECK => read(answer),
             _ => {
                 // Probed under the lock: callers racing a stale answer wait for one probe
                 // instead of each running their own.
                 let answer = (self.probe)();
-                *last = Some((now, answer.clone()));
-                answer
+                let read = read(&answer);
+                *last = Some((now, answer));
+                read
             }
         }
     }
@@ -213,7 +220,7 @@ impl Gate {
     /// `Ok` while the command is served; else why not, in a status line. A switched-off command
     /// whose backend is missing too says both, so turning it on is not the owner's only surprise.
     pub fn check(&self) -> Result<(), String> {
-        let off = self.switch.filter(|switch| !switch.is_on(&self.settings.current()));
+        let off = self.switch.filter(|switch| !self.settings.read(|settings| switch.is_on(settings)));
         match (off, self.backend.answer()) {
             (None, Ok(())) => Ok(()),
             (None, Err(missing)) => Err(format!("unavailable: {missing}")),
@@ -225,7 +232,7 @@ impl Gate {
     /// Before a call of `command` runs: the switch's refusal, or the missing backend, as the
     /// call's error (code `UNAVAILABLE`).
     pub fn admit(&self, command: &str) -> Result<(), ToolFailure> {
-        if let Some(switch) = self.switch.filter(|switch| !switch.is_on(&self.settings.current())) {
+        if let Some(switch) = self.switch.filter(|switch| !self.settings.read(|settings| switch.is_on(settings))) {
             return Err(switch.refusal(command));
         }
         self.backend.answer().map_err(|missing| {
@@ -235,8 +242,21 @@ impl Gate {
 
     /// `command`, listed only while this gate is open.
     pub fn apply(&self, command: Command) -> Command {
-        let gate = self.clone();
-        command.available_while(move || gate.check())
+        command.available_while(self.clone())
+    }
+}
+
+/// Every `tools/list` asks each gated command whether it is open: answered without building the
+/// status line [`Gate::check`] gives (most sensitive commands are off by default, so that was a
+/// message formatted per command per list).
+impl Availability for Gate {
+    fn is_available(&self) -> bool {
+        self.switch.is_none_or(|switch| self.settings.read(|settings| switch.is_on(settings)))
+            && self.backend.with_answer(Result::is_ok)
+    }
+
+    fn unavailable_reason(&self) -> Option<String> {
+        self.check().err()
     }
 }
 
@@ -274,6 +294,28 @@ mod tests {
         assert_eq!(absent.check(), Err("unavailable: no camera; plug one in".to_owned()));
         let error = absent.admit("camera.snap").unwrap_err();
         assert_eq!(error.message, "camera.snap is not available on this machine: no camera; plug one in");
+    }
+
+    /// The yes/no a `tools/list` asks and the status line a report asks must never disagree.
+    #[test]
+    fn the_quick_answer_and_the_reason_agree_in_every_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Arc::new(LiveSettings::open(dir.path().join("settings.json")).unwrap());
+        let missing = MissingBackend::new("no camera", "plug one in");
+        let gates =
+            [gate(&settings, Ok(())), gate(&settings, Err(missing)), Gate::new(settings.clone(), None, || Ok(()))];
+        let agree = |expected: [bool; 3]| {
+            for (gate, expected) in gates.iter().zip(expected) {
+                assert_eq!(gate.is_available(), expected);
+                assert_eq!(gate.unavailable_reason().is_none(), expected, "{:?}", gate.unavailable_reason());
+                assert_eq!(gate.check().is_ok(), expected);
+            }
+        };
+        agree([false, false, true]);
+        let mut on = Settings::default();
+        on.node_camera_enabled = true;
+        on.save(&dir.path().join("settings.json")).unwrap();
+        agree([true, false, true]);
     }
 
     #[tokio::test(start_paused = true)]

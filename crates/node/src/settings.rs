@@ -455,6 +455,12 @@ impl LiveSettings {
     /// startup, the last good settings are kept except that `system.run` is switched off: a
     /// broken save must never grant execution permission.
     pub fn current(&self) -> Settings {
+        self.read(Settings::clone)
+    }
+
+    /// `read` applied to [`LiveSettings::current`]'s settings, without copying them: for the
+    /// checks made on every list and call (a capability's switch).
+    pub fn read<R>(&self, read: impl FnOnce(&Settings) -> R) -> R {
         let now = FileStamp::of(&self.path);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.0 != now {
@@ -467,7 +473,7 @@ impl LiveSettings {
             }
             cache.0 = now;
         }
-        cache.1.clone()
+        read(&cache.1)
     }
 }
 
