@@ -158,6 +158,17 @@ impl NodeLink {
         now.iter().map(Command::name).eq(self.shared.served.iter().map(Command::name))
     }
 
+    /// Why the link stopped for good on its own (a refusal no operator can resolve: a spent
+    /// setup code), if it did. `None` while it runs or retries, and after [`NodeLink::close`].
+    pub fn gave_up(&self) -> Option<GatewayError> {
+        // Read off the status this link publishes (not the client's own state) so that whoever
+        // acts on it also finds the stop, and its hint, in `status()`.
+        if self.shared.status.borrow().state != ConnectionState::Stopped {
+            return None;
+        }
+        self.shared.client.stop_reason().filter(|reason| !matches!(reason, GatewayError::Closed))
+    }
+
     /// The gateway client (for requests of the node's own, and tests).
     pub fn client(&self) -> &GatewayClient {
         &self.shared.client
