@@ -656,7 +656,7 @@ async fn supervise(shared: Arc<Shared>, first: Option<Installed>) {
                 current = Some(installed);
             }
             Err(error) if error.is_terminal() && !(shared.options.persistent && error.is_refusal()) => {
-                warn!(url = %shared.options.url, %error, "the gateway refused the reconnect; giving up");
+                warn!(url = %shared.options.url, %error, "the gateway refused the connection; giving up");
                 shared.stop(GatewayError::Stopped(Box::new(error)));
                 break;
             }

@@ -126,9 +126,15 @@ impl GatewayStatus {
             LinkStatus::Connected(_) => self.compute_hint_connected(),
             // Closed by us (a stop, a rejoin): nothing for the operator to do.
             LinkStatus::Stopped(GatewayError::Closed) => None,
-            LinkStatus::Connecting { error: Some(error), .. } | LinkStatus::Stopped(error) => {
-                Some(self.refusal_hint(error))
-            }
+            LinkStatus::Connecting { error: Some(error), .. } => Some(self.refusal_hint(error)),
+            // Stopped on its own (a spent setup code, a protocol mismatch): no retry follows, so
+            // the hint must not promise one.
+            LinkStatus::Stopped(error) if self.refusal_hint(error).contains(KEEPS_RETRYING) => Some(format!(
+                "this node stopped connecting to the gateway at {}: fix what lastError says, then restart `clawmcp \
+                 node`",
+                self.url
+            )),
+            LinkStatus::Stopped(error) => Some(self.refusal_hint(error)),
             LinkStatus::Connecting { error: None, .. } => None,
         }
     }
@@ -181,7 +187,7 @@ impl GatewayStatus {
                                          `openclaw devices approve <requestId>`"
                 .to_owned(),
             _ => format!(
-                "is the gateway running at {}? (`openclaw gateway status` on its host); this node keeps retrying",
+                "is the gateway running at {}? (`openclaw gateway status` on its host); {KEEPS_RETRYING}",
                 self.url
             ),
         }
@@ -199,6 +205,9 @@ pub fn spent_setup_code_advice(url: &str) -> String {
          this node's commands) and run `clawmcp node --pair <new-code>`"
     )
 }
+
+/// The default hint's promise, true only while the client retries.
+const KEEPS_RETRYING: &str = "this node keeps retrying";
 
 fn devices_approve(request_id: &str) -> String {
     format!(
@@ -291,6 +300,18 @@ mod tests {
             "{hint}"
         );
         assert!(!hint.contains("retrying") || hint.contains("cannot help"), "{hint}");
+    }
+
+    #[test]
+    fn a_link_that_stopped_on_its_own_promises_no_retry() {
+        let mut status = status();
+        let mismatch = GatewayError::ProtocolMismatch { url: "ws://g".into(), server: 5, client: 4 };
+        status
+            .observe_link(&LinkStatus::Connecting { last_error: mismatch.to_string(), error: Some(mismatch.clone()) });
+        assert!(status.hint.as_deref().unwrap().contains("keeps retrying"), "{:?}", status.hint);
+        status.observe_link(&LinkStatus::Stopped(GatewayError::Stopped(Box::new(mismatch))));
+        let hint = status.hint.clone().unwrap();
+        assert!(!hint.contains("retrying") && hint.contains("restart `clawmcp node`"), "{hint}");
     }
 
     #[test]

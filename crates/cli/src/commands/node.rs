@@ -272,11 +272,13 @@ impl Transports {
     fn node_mode_ended(&self) -> Option<anyhow::Error> {
         let link = self.link.as_ref()?;
         let reason = link.gave_up().filter(GatewayError::is_spent_setup_code)?;
+        // The gateway's own refusal, not the client's "stopped reconnecting" wrapper around it.
+        let refusal = match &reason {
+            GatewayError::Stopped(refusal) => refusal.as_ref(),
+            other => other,
+        };
         let advice = clawmcp_node_gateway::status::spent_setup_code_advice(&link.status().url);
-        Some(anyhow::anyhow!(
-            "gateway node mode ended: {advice}
-  the gateway said: {reason}"
-        ))
+        Some(anyhow::anyhow!("gateway node mode ended: {advice}\n  {refusal}"))
     }
 
     /// Starts or stops each transport to match `settings`. A transport that cannot start is
