@@ -232,7 +232,13 @@ async fn drive(shared: Arc<Shared>, mut events: EventSubscription, mut link: Sta
                 }
             }
             event = events.recv() => match event {
-                None => break,
+                // The client stopped (it ends the stream after setting its final state): take that
+                // state in before leaving, or a stop seen here first would never be published.
+                None => {
+                    let current = link.current();
+                    shared.status.send_modify(|status| status.observe_link(&current));
+                    break;
+                }
                 Some(GatewayEvent::Reconnected { .. }) => {
                     info!(url = %shared.status.borrow().url, node = %shared.node_id, "connected to the gateway as a node");
                     if let Some(previous) = announce.replace(tokio::spawn(announce_surface(shared.clone()))) {
