@@ -10,10 +10,14 @@
 //
 // Usage:
 //   node gateway_rpc.mjs --openclaw-pkg DIR --url ws://127.0.0.1:PORT --token-file FILE
-//        [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] [--tls-fingerprint SHA256] METHOD [PARAMS_JSON]
+//        [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] [--tls-fingerprint SHA256]
+//        [--forwarded-for IP] METHOD [PARAMS_JSON]
 // --tls-fingerprint: for a wss:// URL (start.sh --tls), the gateway's leaf certificate must have
 // this SHA-256 (hex, colons optional); it is self-signed, so CA verification is off and the pin,
 // checked on the upgrade before any frame is sent, is the only trust.
+// --forwarded-for IP: send `X-Forwarded-For: IP` on the upgrade, so that a gateway whose
+// gateway.trustedProxies lists 127.0.0.1 attributes the socket to IP (not direct loopback): how a
+// device-less client fares on a remote gateway (its scopes are cleared, so this fails saying so).
 // In PARAMS_JSON every "{i}" is replaced by the call index (0..N-1), so repeated calls can
 // carry unique texts / idempotency keys.
 // Output: count 1 -> the response payload as JSON on stdout; count > 1 -> one summary line
@@ -36,7 +40,7 @@ import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
 
 const USAGE =
-  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] [--tls-fingerprint SHA256] METHOD [PARAMS_JSON]\n" +
+  "usage: gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE [--count N] [--in-flight K] [--timeout-ms MS] [--latencies] [--tls-fingerprint SHA256] [--forwarded-for IP] METHOD [PARAMS_JSON]\n" +
   "       gateway_rpc.mjs --openclaw-pkg DIR --url URL --token-file FILE --session [--caps CAP,...] [--timeout-ms MS] [--tls-fingerprint SHA256]";
 const MAX_COUNT = 100000;
 const MAX_IN_FLIGHT = 64;
@@ -64,6 +68,7 @@ function parseArgs(argv) {
     else if (arg === "--in-flight") opts.inFlight = Number(value());
     else if (arg === "--timeout-ms") opts.timeoutMs = Number(value());
     else if (arg === "--tls-fingerprint") opts.tlsFingerprint = value();
+    else if (arg === "--forwarded-for") opts.forwardedFor = value();
     else if (arg.startsWith("--")) fail(`unknown option ${arg}\n${USAGE}`);
     else opts.positional.push(arg);
   }
@@ -106,7 +111,11 @@ const deadline = setTimeout(() => fail(`timed out after ${opts.timeoutMs} ms`), 
 const pending = new Map(); // request id -> {resolve}
 let sessionOpen = false; // --session: after the handshake every res/event frame goes to stdout
 const emit = (line) => process.stdout.write(JSON.stringify(line) + "\n");
-const ws = new WebSocket(opts.url, { maxPayload: 26214400, ...(opts.tlsFingerprint ? { rejectUnauthorized: false } : {}) });
+const ws = new WebSocket(opts.url, {
+  maxPayload: 26214400,
+  ...(opts.tlsFingerprint ? { rejectUnauthorized: false } : {}),
+  ...(opts.forwardedFor ? { headers: { "X-Forwarded-For": opts.forwardedFor } } : {}),
+});
 if (opts.tlsFingerprint) {
   ws.on("upgrade", (res) => {
     const seen = normalizeFingerprint(res.socket.getPeerCertificate?.()?.fingerprint256);

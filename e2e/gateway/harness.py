@@ -72,6 +72,7 @@ class Gateway:
         in_flight: int = 1,
         timeout_s: int = RPC_TIMEOUT_SECONDS,
         latencies: bool = False,
+        forwarded_for: str | None = None,
     ) -> Any:
         """Call a gateway method (count times over one connection, within timeout_s in total);
         returns the payload (or the bulk summary). Raises RuntimeError with the helper's stderr
@@ -93,6 +94,7 @@ class Gateway:
             str(timeout_s * 1000),
             *(["--latencies"] if latencies else []),
             *(["--tls-fingerprint", self.tls_fingerprint] if self.tls_fingerprint else []),
+            *(["--forwarded-for", forwarded_for] if forwarded_for else []),
             method,
             json.dumps(params),
         ]

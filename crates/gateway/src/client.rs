@@ -118,7 +118,8 @@ pub struct ClientOptions {
     /// [`crate::tls_pin`]). A pin on a `ws://` URL fails the connect.
     pub tls_fingerprint: Option<TlsFingerprint>,
     /// Keep reconnecting after refusals a human must resolve (pairing required, a wrong
-    /// secret): a node waits for its operator, where a CLI reports and stops.
+    /// secret): a node waits for its operator, where a CLI reports and stops. A spent setup
+    /// code still stops it ([`GatewayError::is_refusal`]): no operator action revives one.
     pub persistent: bool,
     pub request_timeout: Duration,
     pub handshake_timeout: Duration,
@@ -234,7 +235,8 @@ pub enum LinkStatus {
     Connected(Arc<HelloOk>),
     /// No socket right now: the first attempt is running, or reconnecting after `last_error`.
     Connecting { last_error: String, error: Option<GatewayError> },
-    /// Final: closed by us, or a terminal refusal of a non-persistent client.
+    /// Final: closed by us, a terminal refusal of a non-persistent client, or one no operator
+    /// can resolve (a spent setup code) of a persistent one.
     Stopped(GatewayError),
 }
 
@@ -654,7 +656,7 @@ async fn supervise(shared: Arc<Shared>, first: Option<Installed>) {
                 current = Some(installed);
             }
             Err(error) if error.is_terminal() && !(shared.options.persistent && error.is_refusal()) => {
-                warn!(url = %shared.options.url, %error, "the gateway refused the reconnect; giving up");
+                warn!(url = %shared.options.url, %error, "the gateway refused the connection; giving up");
                 shared.stop(GatewayError::Stopped(Box::new(error)));
                 break;
             }

@@ -22,6 +22,9 @@ use crate::frames::ErrorShape;
 /// a dropped socket) is worth a retry.
 const TERMINAL_CLOSE_CODES: [u16; 5] = [1002, 1003, 1007, 1008, 1009];
 
+/// The gateway's `details.code` for a bootstrap token it will never accept again.
+const SPENT_SETUP_CODE: &str = "AUTH_BOOTSTRAP_TOKEN_INVALID";
+
 /// A failure of the gateway WebSocket client.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GatewayError {
@@ -124,9 +127,18 @@ impl GatewayError {
 
     /// A refusal by the gateway itself (credentials, pairing, a policy close), as opposed to a
     /// broken URL or protocol: what a persistent node keeps retrying, because the operator can
-    /// resolve it (approve the device, fix the token) without restarting us.
+    /// resolve it (approve the device, fix the token) without restarting us. A spent setup code
+    /// is not one: nothing the operator does makes that bootstrap token valid again, so the real
+    /// node host exits on it, and so does a persistent client ([`Self::is_spent_setup_code`]).
     pub fn is_refusal(&self) -> bool {
         matches!(self, GatewayError::ConnectRejected { .. } | GatewayError::HandshakeClosed { .. })
+            && !self.is_spent_setup_code()
+    }
+
+    /// The gateway refused a setup code's bootstrap token (`AUTH_BOOTSTRAP_TOKEN_INVALID`:
+    /// already used, expired or revoked). A code admits one device once; only a new code helps.
+    pub fn is_spent_setup_code(&self) -> bool {
+        self.detail_code() == Some(SPENT_SETUP_CODE)
     }
 
     /// The `wss://` gateway's certificate is not the pinned one.
@@ -284,6 +296,18 @@ mod tests {
         assert!(!closed(None).is_terminal());
         let timeout = GatewayError::Timeout { method: "m".into(), after: Duration::from_secs(1) };
         assert!(!timeout.is_terminal());
+    }
+
+    #[test]
+    fn a_spent_setup_code_is_terminal_even_for_a_persistent_node() {
+        let mut shape = ErrorShape::new("INVALID_REQUEST", "unauthorized: setup code invalid");
+        shape.details = Some(json!({"code": "AUTH_BOOTSTRAP_TOKEN_INVALID", "canRetryWithDeviceToken": false}));
+        let spent = GatewayError::ConnectRejected { url: "ws://127.0.0.1:1".into(), error: Box::new(shape) };
+        assert!(spent.is_terminal() && spent.is_spent_setup_code());
+        assert!(!spent.is_refusal(), "no operator action revives a spent code: a persistent node must not wait");
+        assert!(GatewayError::Stopped(Box::new(spent)).is_spent_setup_code(), "seen through Stopped");
+        let pairing = rejected("NOT_PAIRED", None);
+        assert!(pairing.is_refusal() && !pairing.is_spent_setup_code());
     }
 
     #[test]

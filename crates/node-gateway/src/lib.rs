@@ -158,6 +158,17 @@ impl NodeLink {
         now.iter().map(Command::name).eq(self.shared.served.iter().map(Command::name))
     }
 
+    /// Why the link stopped for good on its own (a refusal no operator can resolve: a spent
+    /// setup code), if it did. `None` while it runs or retries, and after [`NodeLink::close`].
+    pub fn gave_up(&self) -> Option<GatewayError> {
+        // Read off the status this link publishes (not the client's own state) so that whoever
+        // acts on it also finds the stop, and its hint, in `status()`.
+        if self.shared.status.borrow().state != ConnectionState::Stopped {
+            return None;
+        }
+        self.shared.client.stop_reason().filter(|reason| !matches!(reason, GatewayError::Closed))
+    }
+
     /// The gateway client (for requests of the node's own, and tests).
     pub fn client(&self) -> &GatewayClient {
         &self.shared.client
@@ -221,7 +232,13 @@ async fn drive(shared: Arc<Shared>, mut events: EventSubscription, mut link: Sta
                 }
             }
             event = events.recv() => match event {
-                None => break,
+                // The client stopped (it ends the stream after setting its final state): take that
+                // state in before leaving, or a stop seen here first would never be published.
+                None => {
+                    let current = link.current();
+                    shared.status.send_modify(|status| status.observe_link(&current));
+                    break;
+                }
                 Some(GatewayEvent::Reconnected { .. }) => {
                     info!(url = %shared.status.borrow().url, node = %shared.node_id, "connected to the gateway as a node");
                     if let Some(previous) = announce.replace(tokio::spawn(announce_surface(shared.clone()))) {

@@ -124,9 +124,17 @@ impl GatewayStatus {
     fn compute_hint(&self, link: &LinkStatus) -> Option<String> {
         match link {
             LinkStatus::Connected(_) => self.compute_hint_connected(),
-            LinkStatus::Connecting { error: Some(error), .. } | LinkStatus::Stopped(error) => {
-                Some(self.refusal_hint(error))
-            }
+            // Closed by us (a stop, a rejoin): nothing for the operator to do.
+            LinkStatus::Stopped(GatewayError::Closed) => None,
+            LinkStatus::Connecting { error: Some(error), .. } => Some(self.refusal_hint(error)),
+            // Stopped on its own (a spent setup code, a protocol mismatch): no retry follows, so
+            // the hint must not promise one.
+            LinkStatus::Stopped(error) if self.refusal_hint(error).contains(KEEPS_RETRYING) => Some(format!(
+                "this node stopped connecting to the gateway at {}: fix what lastError says, then restart `clawmcp \
+                 node`",
+                self.url
+            )),
+            LinkStatus::Stopped(error) => Some(self.refusal_hint(error)),
             LinkStatus::Connecting { error: None, .. } => None,
         }
     }
@@ -174,21 +182,32 @@ impl GatewayStatus {
                 "the gateway at {} refused the password: pass `gateway.auth.password` with --gateway-password-file FILE",
                 self.url
             ),
-            Some("AUTH_BOOTSTRAP_TOKEN_INVALID") => format!(
-                "the gateway at {} refused the setup code: it was already used, expired or revoked. Make a new one \
-                 (Control UI > Devices > Node host, or `openclaw qr`) and run `clawmcp node --pair <code>` again",
-                self.url
-            ),
+            _ if error.is_spent_setup_code() => spent_setup_code_advice(&self.url),
             Some("PAIRING_REQUIRED") => "approve this device on the gateway host: `openclaw devices list`, then \
                                          `openclaw devices approve <requestId>`"
                 .to_owned(),
             _ => format!(
-                "is the gateway running at {}? (`openclaw gateway status` on its host); this node keeps retrying",
+                "is the gateway running at {}? (`openclaw gateway status` on its host); {KEEPS_RETRYING}",
                 self.url
             ),
         }
     }
 }
+
+/// A setup code the gateway refused, in the operator's words: what happened, why retrying
+/// cannot help, and how to get a code that works. The hint of the status and the error
+/// `clawmcp node --pair` exits with.
+pub fn spent_setup_code_advice(url: &str) -> String {
+    format!(
+        "the gateway at {url} refused the setup code: it was already used, has expired or was revoked. A setup code \
+         admits one device once (for 10 minutes), so retrying it cannot help. Make a new one on the gateway host \
+         (`openclaw qr --setup-code-only`, or the Control UI's Devices > Node host dialog, whose code also approves \
+         this node's commands) and run `clawmcp node --pair <new-code>`"
+    )
+}
+
+/// The default hint's promise, true only while the client retries.
+const KEEPS_RETRYING: &str = "this node keeps retrying";
 
 fn devices_approve(request_id: &str) -> String {
     format!(
@@ -204,8 +223,9 @@ pub fn approve_request_in(message: &str) -> Option<String> {
     (!id.is_empty() && id != "requestId").then_some(id)
 }
 
-/// The request id of a refused connect that waits for device pairing.
-fn device_pairing_request(error: &GatewayError) -> Option<String> {
+/// The request id of a refused connect that waits for device pairing (`openclaw devices approve
+/// <requestId>`): the node's own, or the operator device of its app tools.
+pub fn device_pairing_request(error: &GatewayError) -> Option<String> {
     let shape = error.error_shape()?;
     if shape.code != "NOT_PAIRED" && shape.detail_code() != Some("PAIRING_REQUIRED") {
         return None;
@@ -274,7 +294,32 @@ mod tests {
     fn a_spent_setup_code_says_to_make_a_new_one() {
         let mut status = status();
         status.observe_link(&refused("INVALID_REQUEST", json!({"code":"AUTH_BOOTSTRAP_TOKEN_INVALID"})));
-        assert!(status.hint.unwrap().contains("clawmcp node --pair <code>"));
+        let hint = status.hint.clone().unwrap();
+        assert!(
+            hint.contains("openclaw qr --setup-code-only") && hint.contains("clawmcp node --pair <new-code>"),
+            "{hint}"
+        );
+        assert!(!hint.contains("retrying") || hint.contains("cannot help"), "{hint}");
+    }
+
+    #[test]
+    fn a_link_that_stopped_on_its_own_promises_no_retry() {
+        let mut status = status();
+        let mismatch = GatewayError::ProtocolMismatch { url: "ws://g".into(), server: 5, client: 4 };
+        status
+            .observe_link(&LinkStatus::Connecting { last_error: mismatch.to_string(), error: Some(mismatch.clone()) });
+        assert!(status.hint.as_deref().unwrap().contains("keeps retrying"), "{:?}", status.hint);
+        status.observe_link(&LinkStatus::Stopped(GatewayError::Stopped(Box::new(mismatch))));
+        let hint = status.hint.clone().unwrap();
+        assert!(!hint.contains("retrying") && hint.contains("restart `clawmcp node`"), "{hint}");
+    }
+
+    #[test]
+    fn a_link_we_closed_asks_nothing_of_the_operator() {
+        let mut status = status();
+        status.observe_link(&LinkStatus::Stopped(GatewayError::Closed));
+        assert_eq!(status.state, ConnectionState::Stopped);
+        assert!(status.hint.is_none(), "{:?}", status.hint);
     }
 
     #[test]

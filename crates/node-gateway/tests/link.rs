@@ -11,7 +11,7 @@ use clawmcp_gateway::{BackoffPolicy, Credentials, DeviceIdentity, DeviceTokenSto
 use clawmcp_mcp::{ToolAnnotations, ToolFailure, ToolFilter};
 use clawmcp_node::Registry;
 use clawmcp_node::capability::{Command, CommandSpec};
-use clawmcp_node_gateway::{GatewayStatus, NodeLink, NodeLinkConfig, Pairing};
+use clawmcp_node_gateway::{ConnectionState, GatewayStatus, NodeLink, NodeLinkConfig, Pairing};
 use clawmcp_testkit::{FakeGateway, Reply, gateway_error};
 use serde_json::{Value, json};
 
@@ -383,4 +383,49 @@ async fn plugin_tools_refused_while_the_gateway_settles_an_approval_are_offered_
     assert_eq!(second["tools"].as_array().unwrap().len(), 3, "the same tools, offered again");
     assert_eq!(refusals.load(Ordering::SeqCst), 2);
     node.link.close().await;
+}
+
+/// A spent setup code stops the link for good, and the stop is always published (the client
+/// ends its event stream right after its final state; the link must not leave on the first
+/// without the second). Repeated: the order the two arrive in varies from run to run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_setup_code_stops_the_link_and_the_status_says_so() {
+    let fake = FakeGateway::start().await;
+    fake.on("node.event", |_| Reply::Ok(json!({"ok": true})));
+    let spent = fake.issue_bootstrap_token();
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        let private = dir.path().join(name);
+        clawmcp_node::settings::create_private_dir(&private).unwrap();
+        NodeLinkConfig {
+            url: fake.url(),
+            credentials: Credentials { bootstrap_token: Some(Secret::new(&spent)), ..Credentials::default() },
+            tls_fingerprint: None,
+            device: Arc::new(DeviceIdentity::load_or_create(&private).unwrap()),
+            device_tokens: Some(Arc::new(DeviceTokenStore::new(&private, &fake.url(), Role::Node))),
+            display_name: name.into(),
+            filter: ToolFilter::all(),
+            headers: Vec::new(),
+            max_concurrent_invokes: 16,
+            backoff: BackoffPolicy::default(),
+        }
+    };
+    // Real time here (the race is between two tasks), so the waits have a real bound.
+    let reach = |link: &NodeLink, state: ConnectionState| {
+        let mut watch = link.watch_status();
+        async move {
+            let reached = tokio::time::timeout(Duration::from_secs(10), watch.wait_for(|status| status.state == state));
+            reached.await.expect("the status never got there").expect("the link is gone").clone()
+        }
+    };
+    let first = NodeLink::start(config("first"), registry(Counters::default()));
+    reach(&first, ConnectionState::Connected).await;
+    first.close().await;
+    for attempt in 0..20 {
+        let link = NodeLink::start(config(&format!("again-{attempt}")), registry(Counters::default()));
+        let status = reach(&link, ConnectionState::Stopped).await;
+        assert!(status.hint.as_deref().is_some_and(|hint| hint.contains("<new-code>")), "{status:?}");
+        assert!(link.gave_up().is_some_and(|reason| reason.is_spent_setup_code()), "attempt {attempt}");
+        link.close().await;
+    }
 }

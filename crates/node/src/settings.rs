@@ -91,6 +91,13 @@ impl DataDir {
         self.root.join("exec-approvals.json")
     }
 
+    /// The device key (and issued device token) of the operator connection the node's `app.*`
+    /// tools open: a directory of its own, because a key paired as a node would need a new
+    /// approval to act as an operator (and the reverse).
+    pub fn operator_dir(&self) -> PathBuf {
+        self.root.join("operator")
+    }
+
     /// What a running `clawmcp node` reports about itself (`clawmcp node status` reads it).
     pub fn status_path(&self) -> PathBuf {
         self.root.join("node-status.json")

@@ -556,7 +556,34 @@ async fn node_mode_findings(context: &Context, settings: &Settings) -> Vec<Findi
         }),
     }
     findings.push(pairing_finding(context, &target.url, status.as_ref().map(|s| &s.gateway)));
+    findings.push(operator_device_finding(data, &target.url));
     findings
+}
+
+/// The device key the node's `app.*` operator tools prove (`<data-dir>/operator/`), read as they
+/// would read it: created on their first call, and refused there if it is not private.
+fn operator_device_finding(data: &DataDir, url: &str) -> Finding {
+    let what = "operator device (app tools)";
+    let dir = data.operator_dir();
+    let identity = dir.join(clawmcp_gateway::identity::IDENTITY_FILE);
+    match DeviceIdentity::load(&identity) {
+        Ok(device) => match DeviceTokenStore::new(&dir, url, Role::Operator).load() {
+            Some(_) => Finding::ok(what, format!("device {} holds a device token from {url}", device.device_id())),
+            None => Finding::ok(
+                what,
+                format!(
+                    "device {} is not paired with {url} yet: the first app.nodes (or another operator tool) pairs it, \
+                     silently on loopback, after `openclaw devices approve <requestId>` on a remote gateway",
+                    device.device_id()
+                ),
+            ),
+        },
+        Err(_) if std::fs::symlink_metadata(&identity).is_err() => {
+            Finding::ok(what, "no key yet: the first app.nodes (or another operator tool) creates it")
+        }
+        Err(error) => Finding::fail(what, error.to_string())
+            .fix(format!("mv {0} {0}.bak (a new key needs a new approval on a remote gateway)", quote(&identity))),
+    }
 }
 
 /// Where this device stands with the gateway's operator.

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clawmcp_gateway::{
-    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayTarget, Role, Secret, SetupCode,
-    TlsFingerprint, UpgradeHeader,
+    BackoffPolicy, ConnectOverrides, DeviceIdentity, DeviceTokenStore, Env, GatewayError, GatewayTarget, Role, Secret,
+    SetupCode, TlsFingerprint, UpgradeHeader,
 };
 use clawmcp_http::{HttpConfig, Limits};
 use clawmcp_mcp::{DuplicatePolicy, McpServer, ServerInfo, VersionRule, WireStyle};
@@ -88,10 +88,17 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                 let settings = Settings::load(&data.settings_path()).map_err(|error| error.to_string())?;
                 let link = gateway_link_config(&args, &settings, &data, ToolFilter::all())
                     .map_err(|error| format!("the gateway cannot be reached as configured: {error:#}"))?;
+                // Its own key, never the node's: one key paired in two roles needs a new approval.
+                let dir = data.operator_dir();
+                let device = DeviceIdentity::load_or_create(&dir)
+                    .map_err(|error| format!("cannot load the operator device identity of the app tools: {error}"))?;
                 Ok(node_app::OperatorTarget {
+                    device_tokens: Arc::new(DeviceTokenStore::new(&dir, &link.url, Role::Operator)),
                     url: link.url,
                     credentials: link.credentials,
                     tls_fingerprint: link.tls_fingerprint,
+                    headers: link.headers,
+                    device: Arc::new(device),
                 })
             })
         };
@@ -200,6 +207,9 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             if let Some(failed) = transports.listener_failed().await {
                 break failed;
             }
+            if let Some(ended) = transports.node_mode_ended() {
+                break Err(ended);
+            }
             transports.reconcile(&settings.current()).await;
         };
         let registry = transports.registry.clone();
@@ -254,6 +264,21 @@ impl Transports {
             Ok(result) => result.context("the MCP server failed"),
             Err(error) => Err(anyhow::anyhow!("the MCP server task failed: {error}")),
         })
+    }
+
+    /// The error node mode ends with when the gateway refused the setup code of `--pair` (spent,
+    /// expired or revoked). The real node host exits there too: retrying a code that admits one
+    /// device once only fills the gateway's log, and the person who pasted it must get a new one.
+    fn node_mode_ended(&self) -> Option<anyhow::Error> {
+        let link = self.link.as_ref()?;
+        let reason = link.gave_up().filter(GatewayError::is_spent_setup_code)?;
+        // The gateway's own refusal, not the client's "stopped reconnecting" wrapper around it.
+        let refusal = match &reason {
+            GatewayError::Stopped(refusal) => refusal.as_ref(),
+            other => other,
+        };
+        let advice = clawmcp_node_gateway::status::spent_setup_code_advice(&link.status().url);
+        Some(anyhow::anyhow!("gateway node mode ended: {advice}\n  {refusal}"))
     }
 
     /// Starts or stops each transport to match `settings`. A transport that cannot start is

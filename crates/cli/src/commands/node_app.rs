@@ -8,7 +8,11 @@
 //! `app.connection.pendingApprovals` and the four pairing decisions act on the gateway as an
 //! operator: a second, operator-role connection opened on first use with the node's shared
 //! gateway secret ([`OperatorAccess`]); a node paired by setup code holds only its node
-//! credential, and they then say which secret to give. The tray's `app.navigate` and `app.menu`
+//! credential, and they then say which secret to give. That connection proves a device key of its
+//! own (`<data-dir>/operator/`, never the node's: a key paired as one role needs a new approval
+//! for the other), because a gateway keeps a device-less client's scopes only on direct loopback
+//! and strips them for everyone else; a remote gateway then holds the operator device for one
+//! `openclaw devices approve`, which the tools name. The tray's `app.navigate` and `app.menu`
 //! have no headless meaning and say so. `app.chat.*` talk to a session through the gateway's
 //! chat methods; `app.search` searches this node's own tools and settings (the headless
 //! counterpart of the tray's command palette).
@@ -25,7 +29,10 @@ use std::sync::{Arc, Weak};
 
 use clap::ValueEnum;
 use clawmcp_gateway::http::gateway_http_url;
-use clawmcp_gateway::{ClientOptions, Credentials, GatewayClient, TlsFingerprint};
+use clawmcp_gateway::{
+    ClientOptions, Credentials, DeviceIdentity, DeviceTokenStore, GatewayClient, GatewayError, TlsFingerprint,
+    UpgradeHeader,
+};
 use clawmcp_mcp::ToolAnnotations;
 use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 use clawmcp_node::capability::Command;
@@ -55,11 +62,19 @@ pub struct AppContext {
     pub operator: Arc<OperatorAccess>,
 }
 
-/// Where the operator connection goes and with which secret, resolved when first needed.
+/// Where the operator connection goes, with which secret and device key, resolved when first
+/// needed.
 pub struct OperatorTarget {
     pub url: String,
     pub credentials: Credentials,
     pub tls_fingerprint: Option<TlsFingerprint>,
+    /// The node's `--gateway-header`s: a proxy in front of the gateway asks the operator
+    /// connection for them too.
+    pub headers: Vec<UpgradeHeader>,
+    /// The operator's own device key (`<data-dir>/operator/device-identity.json`).
+    pub device: Arc<DeviceIdentity>,
+    /// Where the device token the gateway issues this operator device is kept.
+    pub device_tokens: Arc<DeviceTokenStore>,
 }
 
 type ResolveTarget = dyn Fn() -> Result<OperatorTarget, String> + Send + Sync;
@@ -84,7 +99,8 @@ impl OperatorAccess {
         let mut slot = self.client.lock().await;
         if slot.as_ref().is_none_or(|client| !client.is_connected()) {
             let target = (self.target)().map_err(CapabilityError::new)?;
-            if target.credentials.is_empty() {
+            // A device token issued to this operator device earlier is a credential of its own.
+            if target.credentials.is_empty() && target.device_tokens.load().is_none() {
                 return Err(CapabilityError::new(format!(
                     "{tool} acts on the gateway at {} as an operator, and this node holds only its node credential \
                      (a device token from pairing). Give it the gateway's shared secret: clawmcp node \
@@ -94,10 +110,14 @@ impl OperatorAccess {
             }
             let mut options = ClientOptions::operator(target.url.clone(), &target.credentials, OPERATOR_SCOPES);
             options.tls_fingerprint = target.tls_fingerprint;
-            let client = GatewayClient::connect(options).await.map_err(|error| {
-                CapabilityError::new(format!("{tool}: cannot reach the gateway as an operator: {error}"))
-                    .with_code(UNAVAILABLE)
-            })?;
+            // A setup code enrolls the node's device, once: never this one.
+            options.auth.bootstrap_token = None;
+            options.headers = target.headers;
+            options.device = Some(target.device.clone());
+            options.device_tokens = Some(target.device_tokens);
+            let client = GatewayClient::connect(options)
+                .await
+                .map_err(|error| operator_refused(tool, &target.url, &target.device, &error))?;
             *slot = Some(client);
         }
         let client = slot.as_ref().expect("connected above");
@@ -105,6 +125,26 @@ impl OperatorAccess {
             CapabilityError::new(format!("{tool}: the gateway refused {method}: {error}")).with_code(UNAVAILABLE)
         })
     }
+}
+
+/// Why the operator connection could not open, with the operator's next step. A gateway that
+/// does not know this operator device yet (any but a direct-loopback one) holds it for approval
+/// and names the request; the next call after `openclaw devices approve` gets in.
+fn operator_refused(tool: &str, url: &str, device: &DeviceIdentity, error: &GatewayError) -> CapabilityError {
+    let failure = match clawmcp_node_gateway::status::device_pairing_request(error) {
+        Some(request_id) => format!(
+            "{tool}: the gateway at {url} holds this node's operator device ({}) for approval: run `openclaw devices \
+             approve {request_id}` on the gateway host, then call {tool} again ({error})",
+            device.device_id()
+        ),
+        None if error.detail_code() == Some("PAIRING_REQUIRED") => format!(
+            "{tool}: the gateway at {url} holds this node's operator device ({}) for approval: run `openclaw devices \
+             list`, then `openclaw devices approve <requestId>` on the gateway host, and call {tool} again ({error})",
+            device.device_id()
+        ),
+        None => format!("{tool}: cannot reach the gateway as an operator: {error}"),
+    };
+    CapabilityError::new(failure).with_code(UNAVAILABLE)
 }
 
 /// The app tools, local-only.

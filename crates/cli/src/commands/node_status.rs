@@ -251,15 +251,20 @@ fn log_hint(status: &GatewayStatus) {
 }
 
 /// A node that no longer runs serves nothing: the last endpoint and gateway facts stay for the
-/// reader, the states say so, and no hint promises a retry that will not happen.
+/// reader, the states say so, and no hint promises a retry that will not happen. A link that had
+/// already stopped on its own (a spent setup code) keeps its hint: it says what to do next, not
+/// that the node retries.
 fn mark_stopped(file: &mut StatusFile) {
     file.running = false;
     file.mcp.state = "off".into();
-    if let Some(gateway) = file.gateway.as_object_mut()
-        && gateway.get("state").and_then(Value::as_str) != Some("off")
-    {
-        gateway.insert("state".into(), "stopped".into());
-        gateway.remove("hint");
+    if let Some(gateway) = file.gateway.as_object_mut() {
+        match gateway.get("state").and_then(Value::as_str) {
+            Some("off" | "stopped") => {}
+            _ => {
+                gateway.insert("state".into(), "stopped".into());
+                gateway.remove("hint");
+            }
+        }
     }
 }
 

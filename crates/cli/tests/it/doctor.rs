@@ -416,3 +416,40 @@ fn a_gateway_that_never_completes_the_handshake_is_given_up_on_after_the_probe_b
     assert!(why.starts_with("unreachable") && why.contains("3s"), "the bound is named: {why}");
     assert_eq!(silent.handshakes(), 0);
 }
+
+#[test]
+fn the_operator_device_of_the_app_tools_is_checked_as_they_read_it() {
+    let sandbox = Sandbox::new();
+    let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
+    let url = format!("ws://127.0.0.1:{}", free_port());
+    sandbox.write_data_file(
+        "settings.json",
+        &json!({"EnableNodeMode": true, "GatewayUrl": url, "GatewayTokenFile": token_file}).to_string(),
+    );
+    let port = free_port().to_string();
+    let doctor = || {
+        let (_, document) = doctor_json(&sandbox, |command| {
+            command.args(["--port", &port, "--data-dir"]).arg(sandbox.data());
+        });
+        finding(&document, "operator device").clone()
+    };
+    let absent = doctor();
+    assert_eq!(absent["level"], "ok", "{absent}");
+    assert!(absent["why"].as_str().unwrap().contains("no key yet"), "{absent}");
+
+    // The key the tools create on first use (the same loader), not paired with this gateway yet.
+    let dir = sandbox.data().join("operator");
+    let device = clawmcp_gateway::DeviceIdentity::load_or_create(&dir).unwrap();
+    let unpaired = doctor();
+    assert_eq!(unpaired["level"], "ok", "{unpaired}");
+    let why = unpaired["why"].as_str().unwrap();
+    assert!(why.contains(device.device_id()) && why.contains("openclaw devices approve"), "{unpaired}");
+
+    // One others can read fails, naming the fix, as the tools would refuse it.
+    let identity = dir.join("device-identity.json");
+    std::fs::set_permissions(&identity, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let exposed = doctor();
+    assert_eq!(exposed["level"], "fail", "{exposed}");
+    assert!(exposed["why"].as_str().unwrap().contains("chmod 600"), "{exposed}");
+    assert!(exposed["fix"].as_str().unwrap().contains(".bak"), "{exposed}");
+}

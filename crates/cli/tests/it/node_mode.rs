@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 use predicates::str::contains;
 use serde_json::{Value, json};
 
-use crate::support::{Background, Node, Sandbox, free_port, wait_for};
+use crate::support::{Background, Node, Sandbox, free_port, mode, wait_for};
 
 const FAKE_TOKEN: &str = "fake-gateway-token";
 const WAIT: Duration = Duration::from_secs(30);
@@ -165,6 +165,16 @@ fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
     let operator = fake.requests("connect").into_iter().find(|c| c["role"] == "operator").expect("an operator connect");
     assert_eq!(operator["auth"]["token"], FAKE_TOKEN);
     assert!(operator["scopes"].as_array().unwrap().contains(&json!("operator.pairing")), "{operator}");
+    // It proves a device key of its own (a remote gateway strips a device-less client's scopes),
+    // kept beside the node's in `<data-dir>/operator/`, 0600 in a 0700 directory.
+    let operator_dir = sandbox.data().join("operator");
+    let identity: Value =
+        serde_json::from_str(&std::fs::read_to_string(operator_dir.join("device-identity.json")).unwrap()).unwrap();
+    assert_eq!(operator["device"]["id"], identity["deviceId"], "{operator}");
+    assert_ne!(operator["device"]["id"], connect["device"]["id"], "the operator is not the node's key");
+    assert_eq!((mode(&operator_dir), mode(&operator_dir.join("device-identity.json"))), (0o700, 0o600));
+    let tokens = std::fs::read_to_string(operator_dir.join("device-auth.json")).unwrap();
+    assert!(tokens.contains(&format!("operator {url}")), "the issued operator device token is kept: {tokens}");
     fake.on("chat.send", |_| Reply::Ok(json!({"runId": "run-1", "status": "started"})));
     assert_eq!(call(&["app.chat.send", "--params", r#"{"message":"hello from local MCP"}"#])["runId"], "run-1");
     let sent = fake.requests("chat.send").remove(0);
@@ -423,6 +433,124 @@ fn pair_joins_with_the_bootstrap_token_saves_no_secret_and_comes_back_with_the_d
         || (status_json(&sandbox)["gateway"]["state"] == "connected").then_some(()),
         || node.stderr(),
     );
+    drop(node);
+}
+
+#[test]
+fn a_spent_setup_code_ends_node_mode_saying_how_to_get_a_new_one() {
+    let (runtime, fake) = gateway();
+    let bootstrap = fake.issue_bootstrap_token();
+    let code = setup_code(json!({"url": fake.url(), "bootstrapToken": bootstrap, "expiresAtMs": in_ten_minutes_ms()}));
+    let first = Sandbox::new();
+    let node = Node::start_with(&first, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(first.data()).args(["--pair", &code]);
+    });
+    runtime.block_on(fake.wait_for_handshakes(1));
+    drop(node);
+
+    // The same code again, from another machine: the gateway refuses it, and node mode ends at
+    // once with what happened and what to do, instead of offering the spent code forever.
+    let second = Sandbox::new();
+    let mut command = second.command();
+    command.arg("node").arg("--port").arg(free_port().to_string()).arg("--data-dir").arg(second.data());
+    command.args(["--pair", &code]);
+    let mut process = Background::spawn(command, second.root(), Stdio::null());
+    let finished = process.wait("the node to end node mode on the spent setup code");
+    assert_eq!(finished.code(), Some(1), "{finished:?}");
+    for said in
+        ["refused the setup code", "already used", "openclaw qr --setup-code-only", "clawmcp node --pair <new-code>"]
+    {
+        assert!(finished.stderr.contains(said), "no {said:?} in:\n{}", finished.stderr);
+    }
+    let offered = fake.requests("connect").iter().filter(|c| c["auth"]["bootstrapToken"] == bootstrap).count();
+    assert_eq!(offered, 2, "the spent code was offered once by the second node, never retried");
+    // The status left behind says the same (a hint that is still true once the node is gone).
+    let status = status_json(&second);
+    assert_eq!((status["running"].clone(), status["gateway"]["state"].clone()), (json!(false), json!("stopped")));
+    assert!(status["gateway"]["hint"].as_str().is_some_and(|hint| hint.contains("<new-code>")), "{status}");
+}
+
+#[test]
+fn a_setup_code_waits_for_a_gateway_that_is_down() {
+    let (runtime, fake) = gateway();
+    fake.set_accepting(false);
+    let sandbox = Sandbox::new();
+    let bootstrap = fake.issue_bootstrap_token();
+    let code = setup_code(json!({"url": fake.url(), "bootstrapToken": bootstrap, "expiresAtMs": in_ten_minutes_ms()}));
+    let node = Node::start_with(&sandbox, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data()).args(["--pair", &code]);
+    });
+    // A gateway that is down is transient: the node waits with the code rather than exiting.
+    wait_for(
+        WAIT,
+        "a refused upgrade in the status",
+        || status_json(&sandbox)["gateway"]["lastError"].as_str().map(|_| ()),
+        || node.stderr(),
+    );
+    fake.set_accepting(true);
+    runtime.block_on(fake.wait_for_handshakes(1));
+    assert_eq!(fake.requests("connect")[0]["auth"], json!({"bootstrapToken": bootstrap}));
+    drop(node);
+}
+
+#[test]
+fn the_operator_device_waits_for_approval_and_its_state_file_follows_the_trust_rules() {
+    let (runtime, fake) = gateway();
+    fake.on("node.list", |_| Reply::Ok(json!({"ts": 1, "nodes": []})));
+    let sandbox = Sandbox::new();
+    let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
+    let url = fake.url();
+    let node = Node::start_with(&sandbox, |command, port| {
+        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
+        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file);
+    });
+    runtime.block_on(fake.wait_for_handshakes(1));
+    let call = |tool: &str| {
+        let output = node.run(&sandbox, "call", &[tool]).output().unwrap();
+        let said = String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout);
+        (output.status.success(), said)
+    };
+
+    // A gateway that does not know the operator device yet (a remote one) holds it for one
+    // approval; the tool names the exact command, and the next call after it gets in.
+    fake.refuse_auth(Some(clawmcp_testkit::gateway_error(
+        "NOT_PAIRED",
+        "pairing required: device is not approved yet",
+        Some(json!({"code": "PAIRING_REQUIRED", "reason": "not-paired", "requestId": "req-op-7"})),
+    )));
+    let (ok, said) = call("app.nodes");
+    assert!(!ok && said.contains("`openclaw devices approve req-op-7`") && said.contains("operator device"), "{said}");
+    fake.refuse_auth(None);
+    let (ok, said) = call("app.nodes");
+    assert!(ok, "{said}");
+    drop(node);
+
+    // Its key file is a state file like the others: one others can read is refused (it may have
+    // leaked), naming the fix; a symlink in its place is never followed.
+    let identity = sandbox.data().join("operator").join("device-identity.json");
+    let restart = || {
+        Node::start_with(&sandbox, |command, port| {
+            command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
+        })
+    };
+    std::fs::set_permissions(&identity, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let node = restart();
+    let before = fake.connect_attempts();
+    let output = node.run(&sandbox, "call", &["app.nodes"]).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success() && said.contains("mode 0644") && said.contains("chmod 600"), "{said}");
+    drop(node);
+    let moved = sandbox.root().join("elsewhere.json");
+    std::fs::rename(&identity, &moved).unwrap();
+    std::fs::set_permissions(&moved, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&moved, &identity).unwrap();
+    let node = restart();
+    let output = node.run(&sandbox, "call", &["app.nodes"]).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success() && said.contains("symbolic link"), "{said}");
+    assert!(std::fs::symlink_metadata(&identity).unwrap().file_type().is_symlink(), "left for the owner to look at");
+    let operators = fake.requests("connect").into_iter().skip(usize::try_from(before).unwrap());
+    assert!(operators.filter(|c| c["role"] == "operator").count() == 0, "no operator connect with a refused key");
     drop(node);
 }
 

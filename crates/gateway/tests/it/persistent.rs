@@ -171,8 +171,40 @@ async fn a_setup_codes_bootstrap_token_admits_once_then_the_device_token_takes_o
     let identity = Arc::new(DeviceIdentity::load_or_create(other.path()).unwrap());
     let mut options = ClientOptions::node(fake.url(), &credentials, identity);
     options.device_tokens = Some(Arc::new(DeviceTokenStore::new(other.path(), &fake.url(), Role::Node)));
-    let error = within(GatewayClient::connect(options)).await.unwrap_err();
+    let error = within(GatewayClient::connect(options.clone())).await.unwrap_err();
     assert!(error.to_string().contains("setup code invalid, expired, revoked, or already used"), "{error}");
+
+    // A persistent node given the spent code stops instead of retrying it forever (as the real
+    // node host exits): no operator approval makes the code valid again.
+    options.persistent = true;
+    let attempts = fake.connect_attempts();
+    let client = GatewayClient::start(options);
+    until(&client, || matches!(client.status(), LinkStatus::Stopped(_))).await;
+    let LinkStatus::Stopped(reason) = client.status() else { unreachable!() };
+    assert!(reason.is_spent_setup_code(), "{reason}");
+    tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+    assert_eq!(fake.connect_attempts(), attempts + 1, "one refused attempt, no retries");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_setup_code_is_retried_while_the_gateway_is_down() {
+    let fake = FakeGateway::start().await;
+    fake.set_accepting(false);
+    let dir = tempfile::tempdir().unwrap();
+    let bootstrap = fake.issue_bootstrap_token();
+    let credentials =
+        clawmcp_gateway::Credentials { bootstrap_token: Some(bootstrap.as_str().into()), ..Default::default() };
+    let identity = Arc::new(DeviceIdentity::load_or_create(dir.path()).unwrap());
+    let mut options = ClientOptions::node(fake.url(), &credentials, identity);
+    options.persistent = true;
+    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(dir.path(), &fake.url(), Role::Node)));
+    let client = GatewayClient::start(options);
+    // A gateway that is down is transient: the code is kept and offered again.
+    until(&client, || matches!(client.status(), LinkStatus::Connecting { error: Some(_), .. })).await;
+    fake.set_accepting(true);
+    until_connected(&client).await;
+    assert_eq!(client.hello().unwrap().auth.method.as_deref(), Some("bootstrap-token"));
+    client.close().await;
 }
 
 #[tokio::test(start_paused = true)]
