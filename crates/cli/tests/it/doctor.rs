@@ -359,10 +359,7 @@ fn with_node_mode_on_an_unreachable_gateway_fails_and_a_connected_node_is_ok() {
     let sandbox = Sandbox::new();
     let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
     let url = fake.url();
-    let node = Node::start_with(&sandbox, |command, port| {
-        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
-        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file);
-    });
+    let node = Node::start_joined(&sandbox, &url, &token_file, &[]);
     let document = wait_for(
         WAIT_LIMIT,
         "the doctor to see the node connected",

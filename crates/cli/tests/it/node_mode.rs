@@ -67,10 +67,7 @@ fn node_and_mcp_serve_one_registry_and_the_connection_settings_are_saved() {
     sandbox.allow_every_command();
     let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
     let url = fake.url();
-    let node = Node::start_with(&sandbox, |command, port| {
-        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
-        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file).args(["--name", "box-1"]);
-    });
+    let node = Node::start_joined(&sandbox, &url, &token_file, &["--name", "box-1"]);
     runtime.block_on(fake.wait_for_handshakes(1));
     let connect = fake.requests("connect").remove(0);
     assert_eq!(connect["client"]["id"], "node-host");
@@ -500,10 +497,7 @@ fn the_operator_device_waits_for_approval_and_its_state_file_follows_the_trust_r
     let sandbox = Sandbox::new();
     let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
     let url = fake.url();
-    let node = Node::start_with(&sandbox, |command, port| {
-        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
-        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file);
-    });
+    let node = Node::start_joined(&sandbox, &url, &token_file, &[]);
     runtime.block_on(fake.wait_for_handshakes(1));
     let call = |tool: &str| {
         let output = node.run(&sandbox, "call", &[tool]).output().unwrap();
@@ -586,10 +580,7 @@ fn a_switch_that_changes_the_command_surface_declares_it_again() {
     let sandbox = Sandbox::new();
     let token_file = sandbox.write_data_file("gateway.token", &format!("{FAKE_TOKEN}\n"));
     let url = fake.url();
-    let node = Node::start_with(&sandbox, |command, port| {
-        command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(sandbox.data());
-        command.args(["--gateway-url", &url, "--gateway-token-file"]).arg(&token_file);
-    });
+    let node = Node::start_joined(&sandbox, &url, &token_file, &[]);
     runtime.block_on(fake.wait_for_handshakes(1));
     let declared = |connect: &Value| connect["commands"].as_array().unwrap().contains(&json!("system.run"));
     assert!(declared(&fake.requests("connect")[0]));

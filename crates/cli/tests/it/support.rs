@@ -362,6 +362,16 @@ impl Node {
         })
     }
 
+    /// `clawmcp node` in node mode: joined to the gateway at `url` with the token in `token_file`
+    /// (`--gateway-token-file`), then `extra`.
+    pub fn start_joined(sandbox: &Sandbox, url: &str, token_file: &Path, extra: &[&str]) -> Self {
+        let data = sandbox.data();
+        Node::start_with(sandbox, |command, port| {
+            command.arg("--port").arg(port.to_string()).arg("--data-dir").arg(&data);
+            command.args(["--gateway-url", url, "--gateway-token-file"]).arg(token_file).args(extra);
+        })
+    }
+
     /// `clawmcp node` with the port (and anything else) passed by `configure`; the node must
     /// serve from the sandbox's data dir. Retries with a new port if the chosen one was taken.
     pub fn start_with(sandbox: &Sandbox, configure: impl Fn(&mut Command, u16)) -> Self {

@@ -141,17 +141,24 @@ fn upgrade_headers_the_handshake_owns_or_malformed_ones_are_refused_with_the_rea
     assert!(!error.contains(secret), "a malformed header that may be a secret is not echoed whole: {error}");
 }
 
+/// A persistent node's options holding only a setup code's bootstrap token (fresh from `fake`),
+/// its device key and tokens in `dir`: the bootstrap token, the credentials and the options.
+fn setup_code_node(fake: &FakeGateway, dir: &std::path::Path) -> (String, clawmcp_gateway::Credentials, ClientOptions) {
+    let bootstrap = fake.issue_bootstrap_token();
+    let credentials =
+        clawmcp_gateway::Credentials { bootstrap_token: Some(bootstrap.as_str().into()), ..Default::default() };
+    let identity = Arc::new(DeviceIdentity::load_or_create(dir).unwrap());
+    let mut options = ClientOptions::node(fake.url(), &credentials, identity);
+    options.persistent = true;
+    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(dir, &fake.url(), Role::Node)));
+    (bootstrap, credentials, options)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_setup_codes_bootstrap_token_admits_once_then_the_device_token_takes_over() {
     let fake = FakeGateway::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let bootstrap = fake.issue_bootstrap_token();
-    let credentials =
-        clawmcp_gateway::Credentials { bootstrap_token: Some(bootstrap.as_str().into()), ..Default::default() };
-    let identity = Arc::new(DeviceIdentity::load_or_create(dir.path()).unwrap());
-    let mut options = ClientOptions::node(fake.url(), &credentials, identity);
-    options.persistent = true;
-    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(dir.path(), &fake.url(), Role::Node)));
+    let (bootstrap, credentials, options) = setup_code_node(&fake, dir.path());
     let client = within(GatewayClient::connect(options.clone())).await.unwrap();
     assert_eq!(client.hello().unwrap().auth.method.as_deref(), Some("bootstrap-token"));
     let first = fake.requests("connect").remove(0);
@@ -191,13 +198,7 @@ async fn a_setup_code_is_retried_while_the_gateway_is_down() {
     let fake = FakeGateway::start().await;
     fake.set_accepting(false);
     let dir = tempfile::tempdir().unwrap();
-    let bootstrap = fake.issue_bootstrap_token();
-    let credentials =
-        clawmcp_gateway::Credentials { bootstrap_token: Some(bootstrap.as_str().into()), ..Default::default() };
-    let identity = Arc::new(DeviceIdentity::load_or_create(dir.path()).unwrap());
-    let mut options = ClientOptions::node(fake.url(), &credentials, identity);
-    options.persistent = true;
-    options.device_tokens = Some(Arc::new(DeviceTokenStore::new(dir.path(), &fake.url(), Role::Node)));
+    let (_, _, options) = setup_code_node(&fake, dir.path());
     let client = GatewayClient::start(options);
     // A gateway that is down is transient: the code is kept and offered again.
     until(&client, || matches!(client.status(), LinkStatus::Connecting { error: Some(_), .. })).await;
