@@ -227,6 +227,13 @@ impl Playback {
     }
 }
 
+/// The latency every recording asks the server for. parecord's default (about 2 s) loses sound
+/// at both ends: the server hands samples over in 2 s blocks, so the block not yet handed over
+/// when the recorder is stopped is gone; and a monitor that starts with a new playback stream
+/// dropped that stream's first 1.7 s (measured on a null sink: a 1.5 s pre-roll and the
+/// sentence's first word missing from the file, complete with this setting).
+const RECORD_LATENCY: &str = "--latency-msec=30";
+
 /// Records from a source of one sound server. A recording is `parecord --file-format=wav` into a
 /// private file for at most `duration`, stopped early by `cancel`; or, for [`Capture::listen`],
 /// raw 16 kHz mono samples read as they arrive. The same errors as [`Playback`] (no server, no
@@ -249,7 +256,8 @@ impl Capture {
         cancel: &CancellationToken,
     ) -> Result<WavInfo, AudioError> {
         let parecord = MissingBackend::program("parecord", CLIENT_PACKAGE).map_err(AudioError::Missing)?;
-        let mut argv = vec![parecord.to_string_lossy().into_owned(), "--file-format=wav".to_owned()];
+        let mut argv =
+            vec![parecord.to_string_lossy().into_owned(), "--file-format=wav".to_owned(), RECORD_LATENCY.to_owned()];
         if let Some(source) = &self.source {
             argv.push(format!("--device={source}"));
         }
@@ -295,8 +303,8 @@ impl Capture {
     ///
     /// parecord writes raw samples into `raw` (a file in a private directory), which is read
     /// as it grows: [`clawmcp_process::run`] owns the child (a time limit and a kill that stop
-    /// its tree), and a file needs no second pipe reader beside it. `--latency-msec` makes the
-    /// server hand over samples every few tens of ms instead of its default of about 2 s.
+    /// its tree), and a file needs no second pipe reader beside it. [`RECORD_LATENCY`] makes
+    /// the server hand over samples every few tens of ms instead of its default of about 2 s.
     pub async fn listen(
         &self,
         raw: &Path,
@@ -308,7 +316,7 @@ impl Capture {
         let parecord = MissingBackend::program("parecord", CLIENT_PACKAGE).map_err(AudioError::Missing)?;
         let mut argv = vec![parecord.to_string_lossy().into_owned()];
         argv.extend(
-            ["--raw", "--format=s16le", "--channels=1", "--latency-msec=30"]
+            ["--raw", "--format=s16le", "--channels=1", RECORD_LATENCY]
                 .map(String::from)
                 .into_iter()
                 .chain([format!("--rate={LISTEN_RATE}")]),

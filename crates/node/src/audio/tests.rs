@@ -105,10 +105,29 @@ async fn a_cancel_stops_the_sound_at_once() {
     assert!(loud < length.as_secs_f64() / 2.0, "{loud} s of sound reached the sink of a {length:?} file");
 }
 
+/// A 440 Hz tone of exactly `tone` seconds after `pre_roll` seconds of silence, with 0.5 s of
+/// silence after it, as a 16 kHz mono WAV.
+fn tone_after_silence(dir: &Path, tone: f64, pre_roll: f64) -> PathBuf {
+    require("ffmpeg", "ffmpeg");
+    let path = dir.join("tone.wav");
+    let status = Process::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
+        .arg(format!("sine=frequency=440:sample_rate=16000:duration={tone}"))
+        .args(["-af", &format!("adelay={}:all=1,apad=pad_dur=0.5", (pre_roll * 1000.0) as u64), "-ac", "1"])
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "ffmpeg failed to make the tone");
+    path
+}
+
+/// The whole sound reaches the file, its first and its last second included: with parecord's
+/// default latency the server dropped the first 1.7 s of a new playback stream (the 1.5 s
+/// pre-roll and the start of what followed) and kept back the last block when the time ran out.
 #[tokio::test]
-async fn a_capture_records_what_the_sink_plays() {
+async fn a_capture_records_what_the_sink_plays_from_its_first_sample_to_its_last() {
     let server = PulseServer::start();
-    let wav = speech(server.dir.path(), "captured", "recorded through the capture interface");
+    let wav = tone_after_silence(server.dir.path(), 2.0, 1.5);
     let length = WavInfo::read(&wav).unwrap().duration();
     let into = server.dir.path().join("capture.wav");
     let capture = Capture {
@@ -116,7 +135,8 @@ async fn a_capture_records_what_the_sink_plays() {
         source: Some(format!("{NULL_SINK}.monitor")),
     };
     let cancel = CancellationToken::new();
-    let recording = capture.record(&into, length + Duration::from_secs(2), &cancel);
+    // The time limit ends the recording 1 s after the sound: how stt.transcribe's ends.
+    let recording = capture.record(&into, length + Duration::from_millis(1500), &cancel);
     let playing = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
         playback(&server).play(&wav, length, &cancel).await
@@ -125,5 +145,8 @@ async fn a_capture_records_what_the_sink_plays() {
     played.unwrap();
     recorded.unwrap();
     let heard = loudness(&into);
-    assert!(heard.rms > 0.01, "{heard:?}");
+    let loud = crate::test_support::loud_seconds(&into);
+    assert!((1.9..=2.1).contains(&loud), "{loud} s of a 2 s tone reached the file: {heard:?}");
+    let onset = heard.onset.expect("the tone reached the file");
+    assert!(onset >= 1.4, "the tone starts {onset} s into the file: the 1.5 s pre-roll was cut ({heard:?})");
 }
