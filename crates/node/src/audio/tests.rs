@@ -111,7 +111,7 @@ fn tone_after_silence(dir: &Path, tone: f64, pre_roll: f64) -> PathBuf {
     require("ffmpeg", "ffmpeg");
     let path = dir.join("tone.wav");
     let status = Process::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
         .arg(format!("sine=frequency=440:sample_rate=16000:duration={tone}"))
         .args(["-af", &format!("adelay={}:all=1,apad=pad_dur=0.5", (pre_roll * 1000.0) as u64), "-ac", "1"])
         .arg(&path)
