@@ -500,6 +500,10 @@ pub enum SettingKey {
     /// Serve canvas.* (off by default: a page an agent chooses, and its JavaScript, in a
     /// browser on this machine).
     NodeCanvasEnabled,
+    /// Let local MCP clients point this node at another gateway with
+    /// app.connection.applySetupCode and connectSharedToken (off by default: that gateway's
+    /// operators would reach every command this node serves).
+    AppConnectionChangesEnabled,
     /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
     /// home directory, the default).
     NodeFileRoots,

@@ -65,6 +65,13 @@ impl Switch {
         is_on: |settings| settings.node_canvas_enabled,
     };
 
+    pub const APP_CONNECTION_CHANGES: Switch = Switch {
+        setting: "AppConnectionChangesEnabled",
+        why: "it points this node at the gateway a local client names, and that gateway's operators then reach every \
+              command this node serves",
+        is_on: |settings| settings.app_connection_changes_enabled,
+    };
+
     pub fn is_on(&self, settings: &Settings) -> bool {
         (self.is_on)(settings)
     }

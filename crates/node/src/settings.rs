@@ -68,7 +68,13 @@ impl DataDir {
             None => DataDirError::Create { path: self.root.clone(), source },
         };
         create_private_dir(&self.root).map_err(refused)?;
-        for path in [self.token_path(), self.settings_path(), self.exec_approvals_path(), self.status_path()] {
+        for path in [
+            self.token_path(),
+            self.settings_path(),
+            self.exec_approvals_path(),
+            self.status_path(),
+            self.gateway_token_path(),
+        ] {
             match clawmcp_fs::open_state_file(&path, clawmcp_fs::Exposed::MakePrivate) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -81,6 +87,12 @@ impl DataDir {
 
     pub fn token_path(&self) -> PathBuf {
         self.root.join("mcp-token.txt")
+    }
+
+    /// The gateway's shared token, when a local client gave it (`app.connection.connectSharedToken`);
+    /// settings.json names the file, never the value.
+    pub fn gateway_token_path(&self) -> PathBuf {
+        self.root.join("gateway-token.txt")
     }
 
     pub fn settings_path(&self) -> PathBuf {
@@ -144,6 +156,13 @@ pub struct Settings {
     /// and runs JavaScript in; off by default, like the other sensitive capabilities.
     #[serde(default)]
     pub node_canvas_enabled: bool,
+    /// Whether a local MCP client may point this node at another gateway
+    /// (`app.connection.applySetupCode`, `app.connection.connectSharedToken`). Off by default:
+    /// that gateway's operators would reach every command this node serves, so it is the
+    /// owner's choice, as `clawmcp node --pair` on the command line is. The upstream tray lets
+    /// any local MCP client do it; the name is clawmcp's own.
+    #[serde(default)]
+    pub app_connection_changes_enabled: bool,
     /// The directories `file.*`, `dir.*` and `fs.listDir` may read and write (absolute paths,
     /// symlinks resolved when used). Absent: the user's home directory. `/proc`, `/sys` and `/dev`
     /// are never served, whatever this says (`crate::files::policy`).
@@ -200,6 +219,7 @@ impl Default for Settings {
             node_location_enabled: false,
             node_stt_enabled: false,
             node_canvas_enabled: false,
+            app_connection_changes_enabled: false,
             node_file_roots: None,
             node_tts_provider: None,
             system_run_sandbox: SandboxSettings::default(),
@@ -303,6 +323,8 @@ impl Settings {
             Some("NodeSttEnabled")
         } else if turned_on(self.node_canvas_enabled, after.node_canvas_enabled) {
             Some("NodeCanvasEnabled")
+        } else if turned_on(self.app_connection_changes_enabled, after.app_connection_changes_enabled) {
+            Some("AppConnectionChangesEnabled")
         } else if file_roots_widen(self.node_file_roots.as_deref(), after.node_file_roots.as_deref()) {
             Some("NodeFileRoots")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
@@ -677,7 +699,7 @@ mod widening_tests {
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 19] = [
+        let cases: [(&str, Change, Change); 20] = [
             ("NodeFileRoots", |_| {}, |s| s.node_file_roots = Some(vec!["/".into()])),
             (
                 "NodeFileRoots",
@@ -690,6 +712,7 @@ mod widening_tests {
             ("NodeLocationEnabled", |_| {}, |s| s.node_location_enabled = true),
             ("NodeSttEnabled", |_| {}, |s| s.node_stt_enabled = true),
             ("NodeCanvasEnabled", |_| {}, |s| s.node_canvas_enabled = true),
+            ("AppConnectionChangesEnabled", |_| {}, |s| s.app_connection_changes_enabled = true),
             ("NodeSystemRunEnabled", |s| s.node_system_run_enabled = false, |s| s.node_system_run_enabled = true),
             ("EnableNodeMode", |_| {}, |s| s.enable_node_mode = true),
             ("EnableMcpServer", |s| s.enable_mcp_server = false, |s| s.enable_mcp_server = true),

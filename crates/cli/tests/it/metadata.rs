@@ -44,7 +44,9 @@ fn sorted(names: impl IntoIterator<Item = impl Into<String>>) -> Vec<String> {
 fn the_readme_lists_exactly_the_node_tools() {
     // The running binary lists its own app.* tools beside the built-in registry, whose
     // switched-off commands (screen.snapshot by default) count too: the table lists them all.
+    // The app tools behind a switch are listed by turning it on.
     let sandbox = Sandbox::new();
+    sandbox.write_data_file("settings.json", r#"{"AppConnectionChangesEnabled": true}"#);
     let node = Node::start(&sandbox);
     let dir = tempfile::tempdir().unwrap();
     let settings = LiveSettings::open(dir.path().join("settings.json")).expect("default settings");

@@ -223,11 +223,9 @@ fn app_settings_only_tighten_and_apply_at_once() {
     let reconnect = call(&["app.connection.reconnect"]);
     assert!(text(&reconnect).contains("gateway node mode is off"), "{}", text(&reconnect));
     let pair = call(&["app.connection.applySetupCode", "--params", r#"{"setupCode":"x"}"#]);
-    assert!(
-        text(&pair).contains("only its owner does that") && text(&pair).contains("clawmcp node --pair"),
-        "{}",
-        text(&pair)
-    );
+    assert!(text(&pair).contains("clawmcp settings set AppConnectionChangesEnabled true"), "{}", text(&pair));
+    let allow = call(&["app.settings.set", "--params", r#"{"name":"AppConnectionChangesEnabled","value":true}"#]);
+    assert!(!allow.status.success(), "an agent cannot allow itself to move the node: {}", text(&allow));
     let found = call(&["app.search", "--params", r#"{"query":"sandbox"}"#]);
     let found: Value = serde_json::from_slice(&found.stdout).unwrap();
     let titles: Vec<&str> = found["results"].as_array().unwrap().iter().map(|r| r["title"].as_str().unwrap()).collect();
@@ -594,5 +592,106 @@ fn a_switch_that_changes_the_command_surface_declares_it_again() {
     let again = fake.requests("connect").pop().unwrap();
     assert!(!declared(&again), "system.run is no longer declared: {again}");
     assert!(again["commands"].as_array().unwrap().contains(&json!("system.which")));
+    drop(node);
+}
+
+/// What `app.connection.applySetupCode` / `connectSharedToken` answered, or their error text.
+fn join_call(node: &Node, sandbox: &Sandbox, tool: &str, params: &Value) -> Result<Value, String> {
+    let output = node.run(sandbox, "call", &[tool, "--params", &params.to_string()]).output().unwrap();
+    match output.status.success() {
+        true => Ok(serde_json::from_slice(&output.stdout).unwrap()),
+        false => Err(String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)),
+    }
+}
+
+#[test]
+fn a_local_client_moves_the_node_to_another_gateway_only_while_the_owner_allows_it() {
+    let (runtime, first) = gateway();
+    let second = runtime.block_on(FakeGateway::start());
+    second.on("node.event", |_| Reply::Ok(json!({"ok": true})));
+    second.on("node.pluginTools.update", |_| Reply::Ok(json!({"tools": []})));
+    let sandbox = Sandbox::new();
+    let node = Node::start(&sandbox);
+    let shared = json!({"gatewayUrl": first.url(), "token": FAKE_TOKEN});
+
+    // Off by default: not listed, and a call says how the owner turns it on; nothing is saved.
+    let listed = node.run(&sandbox, "call", &["--list-tools"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("connectSharedToken"), "{listed:?}");
+    let refused = join_call(&node, &sandbox, "app.connection.connectSharedToken", &shared).unwrap_err();
+    assert!(refused.contains("clawmcp settings set AppConnectionChangesEnabled true"), "{refused}");
+    assert_eq!(first.connect_attempts(), 0);
+
+    // The owner allows it: it applies at once.
+    sandbox
+        .clawmcp(["settings", "set", "AppConnectionChangesEnabled", "true", "--data-dir"])
+        .arg(sandbox.data())
+        .assert()
+        .success();
+    // A URL or code that cannot work changes nothing.
+    for (tool, params, said) in [
+        ("app.connection.applySetupCode", json!({"setupCode": "oc-pair://%%%"}), "not an OpenClaw setup code"),
+        ("app.connection.connectSharedToken", json!({"gatewayUrl": "ws://192.0.2.1:1", "token": "t"}), "ws://"),
+        ("app.connection.connectSharedToken", json!({"gatewayUrl": first.url(), "token": "a b"}), "no spaces"),
+    ] {
+        let error = join_call(&node, &sandbox, tool, &params).unwrap_err();
+        assert!(error.contains(said), "{tool} {params}: no {said:?} in {error}");
+    }
+    assert!(
+        !sandbox.settings_path().exists()
+            || !std::fs::read_to_string(sandbox.settings_path()).unwrap().contains("Gateway")
+    );
+
+    // A shared token: the node joins and says so; the token is in a 0600 file, never in settings.json.
+    let joined = join_call(&node, &sandbox, "app.connection.connectSharedToken", &shared).unwrap();
+    assert_eq!(
+        (joined["outcome"].clone(), joined["connected"].clone(), joined["gatewayUrl"].clone()),
+        (json!("Success"), json!(true), json!(first.url())),
+        "{joined}"
+    );
+    assert_eq!(first.requests("connect")[0]["auth"]["token"], FAKE_TOKEN);
+    let text = std::fs::read_to_string(sandbox.settings_path()).unwrap();
+    let saved: Value = serde_json::from_str(&text).unwrap();
+    let token_file = sandbox.data().join("gateway-token.txt");
+    assert_eq!(
+        (saved["EnableNodeMode"].clone(), saved["GatewayUrl"].clone(), saved["GatewayTokenFile"].clone()),
+        (json!(true), json!(first.url()), json!(token_file.display().to_string()))
+    );
+    assert!(!text.contains(FAKE_TOKEN), "no secret in settings.json: {text}");
+    assert_eq!((std::fs::read_to_string(&token_file).unwrap(), mode(&token_file)), (FAKE_TOKEN.to_owned(), 0o600));
+
+    // A setup code for another gateway: the node leaves the first, and the second never sees the
+    // first one's token (nor does the saved state keep it).
+    let bootstrap = second.issue_bootstrap_token();
+    let code =
+        setup_code(json!({"url": second.url(), "bootstrapToken": bootstrap, "expiresAtMs": in_ten_minutes_ms()}));
+    let moved = join_call(&node, &sandbox, "app.connection.applySetupCode", &json!({"setupCode": code})).unwrap();
+    assert_eq!(
+        (moved["connected"].clone(), moved["gatewayUrl"].clone()),
+        (json!(true), json!(second.url())),
+        "{moved}"
+    );
+    assert_eq!(second.requests("connect")[0]["auth"], json!({"bootstrapToken": bootstrap}));
+    runtime.block_on(first.wait_for_client_closes(1));
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(sandbox.settings_path()).unwrap()).unwrap();
+    assert_eq!((saved["GatewayUrl"].clone(), saved.get("GatewayTokenFile")), (json!(second.url()), None), "{saved}");
+    wait_for(
+        WAIT,
+        "node status to name the second gateway, connected",
+        || {
+            let status = status_json(&sandbox);
+            (status["gateway"]["url"] == second.url() && status["gateway"]["state"] == "connected").then_some(())
+        },
+        || node.stderr(),
+    );
+
+    // A code the gateway refuses (spent, revoked): the call says so and what to do, and the node
+    // (and its MCP listener) stays, unlike a spent `--pair` at start.
+    let third = runtime.block_on(FakeGateway::start());
+    let code =
+        setup_code(json!({"url": third.url(), "bootstrapToken": "never-issued", "expiresAtMs": in_ten_minutes_ms()}));
+    let spent = join_call(&node, &sandbox, "app.connection.applySetupCode", &json!({"setupCode": code})).unwrap_err();
+    assert!(spent.contains("refused") && spent.contains("<new-code>"), "{spent}");
+    let alive = node.run(&sandbox, "call", &["app.status"]).output().unwrap();
+    assert!(alive.status.success(), "the node outlives a spent code a client gave: {alive:?}");
     drop(node);
 }

