@@ -830,7 +830,7 @@ async fn what_tts_speak_says_stt_hears_back_word_for_word() {
     let [Content::Audio { data, .. }] = spoken.blocks.as_slice() else { panic!("no audio block: {:?}", spoken.blocks) };
     let wav = dir.path().join("spoken.wav");
     std::fs::write(&wav, base64::engine::general_purpose::STANDARD.decode(data).unwrap()).unwrap();
-    let heard = call(&stt, "stt.transcribe", path_arg(&wav)).await.unwrap();
+    let heard = call(&stt, "stt.transcribe", json!({"path": path_arg(&wav)})).await.unwrap();
     assert_eq!(normalise(heard["text"].as_str().unwrap()), normalise(&sentence), "{heard}");
 
     // Played through the sound server while the microphone listens.
