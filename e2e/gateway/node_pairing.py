@@ -51,6 +51,14 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
                       paired record has role operator and operator.admin, and the operator dir is
                       0700 with device-identity.json and device-auth.json 0600; the config is put
                       back afterwards
+  app-setup-code      an MCP-only `clawmcp node` whose owner set AppConnectionChangesEnabled: a code
+                      minted by the gateway, applied by `clawmcp call app.connection.applySetupCode`
+                      (upstream's tray E2E through its MCP tool): answered {outcome: Success,
+                      connected: true, gatewayUrl}; connected and approved via bootstrap, invocable;
+                      GatewayUrl and EnableNodeMode saved; the bootstrap token in no file
+  app-shared-token    the same with app.connection.connectSharedToken {gatewayUrl, token}: connected
+                      (our status and node.list); the token in <data-dir>/gateway-token.txt (0600),
+                      named by GatewayTokenFile, never in settings.json
   tls-pin             TLS gateway: --gateway-url wss:// --gateway-token-file F
                       --gateway-tls-fingerprint <AA:BB:... as openssl prints it>: connected,
                       approved (node.pair.approve), node.invoke system.which answers
@@ -535,6 +543,59 @@ class Suite:
         finally:
             node.stop()
 
+    def app_call(self, node: Node, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+        """`clawmcp call TOOL --params` against `node`'s MCP listener: its JSON answer, or Failed."""
+        wait_for(f"{node.label}: our MCP listener", lambda: (node.data / "mcp-token.txt").exists(), 30)
+        done = subprocess.run([self.bin, "call", tool, "--port", str(node.port), "--data-dir", str(node.data),
+                               "--params", json.dumps(params)], capture_output=True, text=True, timeout=60)
+        expect(done.returncode == 0, f"{tool} exited {done.returncode}: {(done.stdout + done.stderr)[-800:]}")
+        return json.loads(done.stdout)
+
+    def app_node(self, label: str) -> Node:
+        """An MCP-only node of ours whose owner lets local clients move it to a gateway."""
+        data = self.data_dir(label)
+        settings = data / "settings.json"
+        settings.write_text(json.dumps({"AppConnectionChangesEnabled": True}) + "\n")
+        settings.chmod(0o600)
+        # No gateway flag at all (even --name turns node mode on): it starts serving MCP only.
+        return Node(self, label, data, free_port(), [])
+
+    def app_setup_code(self) -> str:
+        # Upstream's tray E2E (RealGateway_QrSetupCodeFlow_ReconnectsThroughTrayMcp) as ours: a
+        # running MCP-only node, a code minted by the real gateway, applied through the MCP tool.
+        node = self.app_node("app-setup-code")
+        code = self.mint(self.gateway, publicUrl=self.gateway.url)
+        answer = self.app_call(node, "app.connection.applySetupCode", {"setupCode": f"oc-pair://{code['setupCode']}"})
+        expect(answer.get("outcome") == "Success" and answer.get("connected") is True
+               and answer.get("gatewayUrl") == self.gateway.url, f"applySetupCode answered {json.dumps(answer)}")
+        status, entry = self.wait_paired(node, self.gateway, "applySetupCode")
+        self.invoke_which(self.gateway, status["nodeId"])
+        settings = self.settings(node.data)
+        expect(settings.get("GatewayUrl") == self.gateway.url and settings.get("EnableNodeMode") is True,
+               f"settings.json {settings}")
+        self.expect_no_secret([node.data, node.home], code["payload"]["bootstrapToken"], "the bootstrap token")
+        return (f"answered {json.dumps(answer, sort_keys=True)}; node {status['nodeId'][:12]}… approved via "
+                f"bootstrap and invocable; settings {json.dumps(settings, sort_keys=True)}")
+
+    def app_shared_token(self) -> str:
+        node = self.app_node("app-shared-token")
+        token = self.gateway.token_file.read_text().strip()
+        answer = self.app_call(node, "app.connection.connectSharedToken", {"gatewayUrl": self.gateway.url, "token": token})
+        expect(answer.get("outcome") == "Success" and answer.get("connected") is True, f"answered {json.dumps(answer)}")
+        status = wait_for("connectSharedToken: our status connected",
+                          lambda: (s := node.gateway_status()).get("state") == "connected" and s)
+        entry = wait_for("connectSharedToken: node.list connected",
+                         lambda: (e := self.node_entry(self.gateway, node_id=status["nodeId"])) and e.get("connected")
+                         and e)
+        settings = self.settings(node.data)
+        token_file = node.data / "gateway-token.txt"
+        expect(settings.get("GatewayTokenFile") == str(token_file), f"settings.json {settings}")
+        mode = oct(token_file.stat().st_mode & 0o777)
+        expect(mode == "0o600" and token_file.read_text() == token, f"{token_file}: mode {mode}")
+        expect(token not in (node.data / "settings.json").read_text(), "the shared token is in settings.json")
+        return (f"answered {json.dumps(answer, sort_keys=True)}; node.list: connected, approvalState "
+                f"{entry.get('approvalState')}; token in gateway-token.txt ({mode}), not in settings.json")
+
     def reconnect_device_token(self) -> str:
         assert self.paired is not None
         old = self.paired
@@ -774,6 +835,8 @@ class Suite:
             self.check("pair-url-override", self.pair_url_override)
             self.check("bad-code", self.bad_code)
             self.check("operator-remote", self.operator_remote)
+            self.check("app-setup-code", self.app_setup_code)
+            self.check("app-shared-token", self.app_shared_token)
             self.check("tls-pin", self.tls_pin)
             self.check("tls-pin-wrong", self.tls_pin_wrong)
             self.check("hint-pin-mismatch", self.hint_pin_mismatch, ("tls-pin-wrong",))
