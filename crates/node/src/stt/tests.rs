@@ -98,6 +98,14 @@ fn listen_nonce_sentence() -> String {
     nonce_sentence_of(&words)
 }
 
+/// Words tiny.en hears exactly from piper's joe voice in [`nonce_sentence_of`]'s sentence, from
+/// its WAV and through `stt.listen` alike (each checked three times on this engine; "seven" and
+/// "silver" come back as "7" and "sylvan", "black" once as "block" on a loaded machine).
+const PIPER_NONCE_WORDS: [&str; 17] = [
+    "apple", "orange", "window", "garden", "river", "music", "paper", "yellow", "table", "morning", "winter", "purple",
+    "tiger", "copper", "pencil", "rocket", "basket",
+];
+
 /// `text` spoken by espeak-ng (`-g 5`: gaps between words, which Whisper needs from a synthetic
 /// voice) with 0.5 s of silence before and after, encoded by ffmpeg with `codec_args` to `name`.
 fn speak(dir: &Path, text: &str, name: &str, codec_args: &[&str]) -> PathBuf {
@@ -825,7 +833,7 @@ async fn what_tts_speak_says_stt_hears_back_word_for_word() {
     let speak = |args: Value| tts.invoke(invoke_request("tts.speak", args), CallContext::detached());
 
     // To a file, then transcribed.
-    let sentence = nonce_sentence();
+    let sentence = nonce_sentence_of(&PIPER_NONCE_WORDS);
     let spoken = speak(json!({"text": sentence, "provider": "piper", "play": false})).await.unwrap();
     let [Content::Audio { data, .. }] = spoken.blocks.as_slice() else { panic!("no audio block: {:?}", spoken.blocks) };
     let wav = dir.path().join("spoken.wav");
@@ -834,7 +842,7 @@ async fn what_tts_speak_says_stt_hears_back_word_for_word() {
     assert_eq!(normalise(heard["text"].as_str().unwrap()), normalise(&sentence), "{heard}");
 
     // Played through the sound server while the microphone listens.
-    let sentence = listen_nonce_sentence();
+    let sentence = nonce_sentence_of(&PIPER_NONCE_WORDS);
     let listening = call(&stt, "stt.listen", json!({"timeoutMs": 20000}));
     let speaking = async {
         wait_for_the_recorder(&pulse).await;
