@@ -301,6 +301,20 @@ fn segment(jpeg: &[u8], marker: u8) -> Option<std::ops::Range<usize>> {
 /// The PNG signature every PNG file starts with.
 pub const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
+/// A PNG's width and height, from its IHDR chunk (always the first), without decoding it.
+pub fn png_size(bytes: &[u8]) -> Result<(u32, u32), String> {
+    if !bytes.starts_with(PNG_SIGNATURE) {
+        return Err("not a PNG image (it does not start with the PNG signature)".into());
+    }
+    match bytes.get(12..24) {
+        Some(ihdr) if &ihdr[..4] == b"IHDR" => Ok((
+            u32::from_be_bytes([ihdr[4], ihdr[5], ihdr[6], ihdr[7]]),
+            u32::from_be_bytes([ihdr[8], ihdr[9], ihdr[10], ihdr[11]]),
+        )),
+        _ => Err("not a valid PNG image: it does not start with an IHDR chunk".into()),
+    }
+}
+
 /// `bytes` decoded to 8-bit RGB or RGBA (palettes expanded, 16-bit cut to 8, grey made colour;
 /// an animated PNG's first frame), refusing images of more than `max_pixels` before anything
 /// is allocated for them. The error says what is wrong with the bytes.
@@ -309,15 +323,9 @@ pub fn decode_png(bytes: &[u8], max_pixels: u64) -> Result<Pixels, String> {
         return Err("not a PNG image (it does not start with the PNG signature)".into());
     }
     let failed = |error: &dyn std::fmt::Display| format!("not a valid PNG image: {error}");
-    // The size from IHDR (always the first chunk) before the decoder reads further: a bomb is
-    // refused from its first 24 bytes.
-    let (width, height) = match bytes.get(12..24) {
-        Some(ihdr) if &ihdr[..4] == b"IHDR" => (
-            u32::from_be_bytes([ihdr[4], ihdr[5], ihdr[6], ihdr[7]]),
-            u32::from_be_bytes([ihdr[8], ihdr[9], ihdr[10], ihdr[11]]),
-        ),
-        _ => return Err(failed(&"it does not start with an IHDR chunk")),
-    };
+    // The size from IHDR before the decoder reads further: a bomb is refused from its first 24
+    // bytes.
+    let (width, height) = png_size(bytes)?;
     if u64::from(width) * u64::from(height) > max_pixels {
         return Err(format!("the PNG image is {width}x{height}, more than the {max_pixels} pixels this node decodes"));
     }

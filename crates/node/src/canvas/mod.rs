@@ -682,18 +682,24 @@ impl SnapshotArgs {
     }
 }
 
-/// Chromium's PNG, scaled to `maxWidth` and encoded as asked, by the shared image code.
+/// Chromium's PNG, scaled to `maxWidth` and encoded as asked, by the shared image code; or
+/// Chromium's PNG itself when that is already what was asked (PNG, no wider than `maxWidth`):
+/// decoding and encoding it again cost most of a warm snapshot, and Chromium compresses better.
 fn encode(png: &[u8], args: &SnapshotArgs) -> ToolOutcome {
     let failed = |error: String| ToolFailure::new(format!("Snapshot failed: {error}"));
-    let pixels = imaging::decode_png(png, u64::from(imaging::MAX_WIDTH) * u64::from(imaging::MAX_WIDTH))
-        .map(imaging::opaque)
-        .map_err(failed)?;
-    let (captured_width, captured_height) = (pixels.width, pixels.height);
-    let (width, height, bytes) = imaging::fit_encoded(&pixels, Some(args.max_width), |pixels| match args.format {
-        Format::Png => imaging::encode_png(pixels),
-        Format::Jpeg => imaging::encode_jpeg(pixels, args.quality),
-    })
-    .map_err(failed)?;
+    let (captured_width, captured_height) = imaging::png_size(png).map_err(failed)?;
+    let (width, height, bytes) = if args.format == Format::Png && captured_width <= args.max_width {
+        (captured_width, captured_height, png.to_vec())
+    } else {
+        let pixels = imaging::decode_png(png, u64::from(imaging::MAX_WIDTH) * u64::from(imaging::MAX_WIDTH))
+            .map(imaging::opaque)
+            .map_err(failed)?;
+        imaging::fit_encoded(&pixels, Some(args.max_width), |pixels| match args.format {
+            Format::Png => imaging::encode_png(pixels),
+            Format::Jpeg => imaging::encode_jpeg(pixels, args.quality),
+        })
+        .map_err(failed)?
+    };
     let (name, mime_type) = match args.format {
         Format::Png => ("png", "image/png"),
         Format::Jpeg => ("jpeg", "image/jpeg"),
