@@ -1,6 +1,7 @@
 //! The canvas's one Chromium: started under a `clawmcp_process` reaper (so its whole process tree
 //! ends with it), driven over the DevTools protocol by chromiumoxide on a loopback port, its
-//! profile in a private 0700 temp directory removed when it stops.
+//! profile in a private 0700 temp directory removed when it stops (and, when a killed node could
+//! not, by the next browser start: [`sweep_stale_profiles`]).
 //!
 //! Headless, or an app-mode window (no tab strip, no address bar) on an X display: [`Window`].
 //!
@@ -79,8 +80,11 @@ impl Browser {
     /// Starts `program` at `geometry`'s size, headless or as a window on `window`'s display.
     pub async fn start(program: &Path, geometry: &Geometry, window: &Window) -> Result<Browser, String> {
         use std::os::unix::fs::PermissionsExt;
+        let temp = std::env::temp_dir();
+        let me = nix::unistd::geteuid().as_raw();
+        tokio::task::spawn_blocking(move || sweep_stale_profiles(&temp, STALE_UNLOCKED_PROFILE, me)).await.ok();
         let profile = tempfile::Builder::new()
-            .prefix("clawmcp-canvas-")
+            .prefix(PROFILE_PREFIX)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|error| format!("cannot create the browser's private profile directory: {error}"))?;
@@ -313,6 +317,64 @@ fn alive(proc: &Path) -> bool {
     }
 }
 
+/// The name every canvas profile directory starts with (in the system temp dir).
+const PROFILE_PREFIX: &str = "clawmcp-canvas-";
+
+/// How old a canvas profile without Chromium's `SingletonLock` must be to count as left behind:
+/// Chromium writes the lock within its first moments, so only a node killed before that leaves
+/// one without it; far more than [`START_DEADLINE`], so a start in progress is never touched.
+const STALE_UNLOCKED_PROFILE: Duration = Duration::from_secs(600);
+
+/// Removes the canvas profiles (and their Chromium socket dirs) that a killed node left in
+/// `temp`: a node that is SIGKILLed takes its browser tree with it (the reaper), but not the
+/// directory its profile's `TempDir` would have removed. A profile is left behind when it is
+/// owned by `me` (this node's user: never another user's) and Chromium's `SingletonLock` (`<host>-<pid>`) names a process
+/// of this host that is gone, or when it has no lock and is older than `unlocked_after`. A
+/// running canvas, this node's or another's, always holds a live lock. Best effort.
+fn sweep_stale_profiles(temp: &Path, unlocked_after: Duration, me: u32) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_owned();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(|name| name.starts_with(PROFILE_PREFIX)) {
+            continue;
+        }
+        let dir = entry.path();
+        // Not followed: a symlink named like a profile is nobody's profile.
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else { continue };
+        if !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let stale = match std::fs::read_link(dir.join("SingletonLock")) {
+            Ok(lock) => lock
+                .to_str()
+                .and_then(|lock| lock.rsplit_once('-'))
+                .filter(|(lock_host, _)| *lock_host == host)
+                .and_then(|(_, pid)| pid.parse::<i32>().ok())
+                .is_some_and(|pid| pid > 0 && !clawmcp_fs::pid_is_alive(pid)),
+            Err(_) => meta.modified().ok().and_then(|at| at.elapsed().ok()).is_some_and(|age| age > unlocked_after),
+        };
+        if !stale {
+            continue;
+        }
+        // Chromium's socket lives in a directory of its own beside the profile.
+        if let Ok(socket) = std::fs::read_link(dir.join("SingletonSocket"))
+            && let Some(socket_dir) = socket.parent().filter(|parent| parent.parent() == Some(temp))
+            && socket_dir
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("org.chromium.Chromium."))
+            && std::fs::symlink_metadata(socket_dir).is_ok_and(|meta| meta.is_dir() && meta.uid() == me)
+        {
+            let _ = std::fs::remove_dir_all(socket_dir);
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => tracing::info!(path = %dir.display(), "removed a canvas profile a killed node left behind"),
+            Err(error) => tracing::debug!(path = %dir.display(), %error, "cannot remove a stale canvas profile"),
+        }
+    }
+}
+
 /// Chromium's command line. `--no-sandbox` only as root, where Chromium refuses to start
 /// without it; `--test-type` keeps the "unsupported command-line flag" infobar off the page;
 /// the background-networking flags keep Chromium from calling Google's services.
@@ -428,5 +490,73 @@ async fn window_page(cdp: &chromiumoxide::Browser) -> Result<chromiumoxide::Page
             return Err(format!("chromium opened no canvas window within {} s", START_DEADLINE.as_secs()));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// A pid that no process has now: a child that has been waited for.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn only_profiles_a_dead_node_left_are_swept() {
+        let temp = tempfile::tempdir().unwrap();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+        let profile = |name: &str, lock: Option<String>| {
+            let dir = temp.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("Local State"), "{}").unwrap();
+            if let Some(lock) = lock {
+                symlink(lock, dir.join("SingletonLock")).unwrap();
+            }
+            dir
+        };
+        let socket_dir = temp.path().join("org.chromium.Chromium.abc123");
+        std::fs::create_dir(&socket_dir).unwrap();
+        let dead = profile("clawmcp-canvas-dead", Some(format!("{host}-{}", dead_pid())));
+        symlink(socket_dir.join("SingletonSocket"), dead.join("SingletonSocket")).unwrap();
+        let live = profile("clawmcp-canvas-live", Some(format!("{host}-{}", std::process::id())));
+        let elsewhere = profile("clawmcp-canvas-other-host", Some(format!("not-{host}-{}", dead_pid())));
+        let starting = profile("clawmcp-canvas-starting", None);
+        let unrelated = profile("someone-elses-dir", Some(format!("{host}-{}", dead_pid())));
+        let link = temp.path().join("clawmcp-canvas-link");
+        symlink(&dead, &link).unwrap();
+
+        let me = nix::unistd::geteuid().as_raw();
+        sweep_stale_profiles(temp.path(), Duration::from_secs(600), me);
+        assert!(!dead.exists() && !socket_dir.exists(), "a dead Chromium's profile and socket dir are removed");
+        for kept in [&live, &elsewhere, &starting, &unrelated] {
+            assert!(kept.join("Local State").exists(), "{} was removed", kept.display());
+        }
+        assert!(std::fs::symlink_metadata(&link).is_ok(), "a symlink is never followed nor removed");
+
+        // Without a lock, only once it is older than the bound.
+        sweep_stale_profiles(temp.path(), Duration::ZERO, me);
+        assert!(!starting.exists(), "an unlocked profile past the bound is removed");
+        assert!(live.exists(), "a live lock keeps its profile whatever its age");
+    }
+
+    #[test]
+    fn another_users_profile_is_never_touched() {
+        // The same stale profile, judged by a node of another user: not its to remove.
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("clawmcp-canvas-theirs");
+        std::fs::create_dir(&dir).unwrap();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+        symlink(format!("{host}-{}", dead_pid()), dir.join("SingletonLock")).unwrap();
+        let owner = nix::unistd::geteuid().as_raw();
+        sweep_stale_profiles(temp.path(), Duration::ZERO, owner.wrapping_add(1));
+        assert!(dir.exists(), "another user's profile was removed");
+        sweep_stale_profiles(temp.path(), Duration::ZERO, owner);
+        assert!(!dir.exists(), "its owner's node removes it");
     }
 }
