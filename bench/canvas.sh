@@ -18,36 +18,14 @@ E2E_LOG_TAG=bench-canvas
 source "$ROOT/e2e/lib/common.sh"
 
 PLAYWRIGHT_VERSION=1.64.1
-ROUNDS=10 WRITE_RESULTS=0
+ROUNDS=10
 COMMAND_LINE="bench/canvas.sh $*"
-while (($#)); do
-  case "$1" in
-    --rounds)
-      ROUNDS="$2"
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1" ;;
-  esac
-done
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && ((ROUNDS >= 3 && ROUNDS <= 100)) || e2e_die "--rounds must be 3..100"
+e2e_parse_options rounds "$@"
+((ROUNDS >= 3 && ROUNDS <= 100)) || e2e_die "--rounds must be 3..100"
 for tool in chromium node npm; do
   command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found (Debian: apt-get install chromium; Node.js >= 20 with npm)"
 done
-
-if [[ -z "${CLAWMCP_BENCH_BIN:-}" ]]; then
-  e2e_log "building clawmcp (release)"
-  (cd "$ROOT" && cargo build --release -p clawmcp) || e2e_die "release build failed"
-fi
-BIN="${CLAWMCP_BENCH_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
-[[ -x "$BIN" ]] || e2e_die "missing binary: $BIN"
+BIN="$(e2e_clawmcp_bin "${CLAWMCP_BENCH_BIN:-}")" || exit 1
 
 # playwright-core only (no browser download), pinned, cached between runs.
 CACHE="${CLAWMCP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clawmcp-e2e}"

@@ -20,36 +20,14 @@ source "$ROOT/e2e/lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=../e2e/lib/node_host.sh
 source "$ROOT/e2e/lib/node_host.sh"
 
-ROUNDS=10 WRITE_RESULTS=0
+ROUNDS=10
 COMMAND_LINE="bench/stt.sh $*"
-while (($#)); do
-  case "$1" in
-    --rounds)
-      ROUNDS="$2"
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1" ;;
-  esac
-done
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && ((ROUNDS >= 3 && ROUNDS <= 100)) || e2e_die "--rounds must be 3..100"
+e2e_parse_options rounds "$@"
+((ROUNDS >= 3 && ROUNDS <= 100)) || e2e_die "--rounds must be 3..100"
 for tool in espeak-ng ffmpeg python3; do
   command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found (Debian: apt-get install espeak-ng ffmpeg python3-venv)"
 done
-
-if [[ -z "${CLAWMCP_BENCH_BIN:-}" ]]; then
-  e2e_log "building clawmcp (release)"
-  (cd "$ROOT" && cargo build --release -p clawmcp) || e2e_die "release build failed"
-fi
-BIN="${CLAWMCP_BENCH_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/clawmcp}"
-[[ -x "$BIN" ]] || e2e_die "missing binary: $BIN"
+BIN="$(e2e_clawmcp_bin "${CLAWMCP_BENCH_BIN:-}")" || exit 1
 
 TMP="$(mktemp -d /tmp/clawmcp-bench-stt.XXXXXX)"
 DATA_DIR="$TMP/data"

@@ -37,6 +37,33 @@ e2e_parse_flags() {
   done
 }
 
+# e2e_parse_options "NAME..." ARGS...: the benchmarks' flags: --NAME VALUE for each NAME given
+# (a whole number; sets the variable of that name upper-cased, e.g. --rounds 5 sets ROUNDS=5,
+# whose default the caller set), --write-results (sets WRITE_RESULTS=1) and -h/--help.
+e2e_parse_options() {
+  local names=" $1 " name
+  shift
+  WRITE_RESULTS=0
+  while (($#)); do
+    name="${1#--}"
+    if [[ "$1" == --* && "$names" == *" $name "* ]]; then
+      [[ "${2:-}" =~ ^[0-9]+$ ]] || e2e_die "$1 takes a whole number (see --help)"
+      printf -v "${name^^}" '%s' "$2"
+      shift 2
+      continue
+    fi
+    case "$1" in
+      --write-results) WRITE_RESULTS=1 ;;
+      -h | --help)
+        e2e_usage
+        exit 0
+        ;;
+      *) e2e_die "unknown argument: $1 (see --help)" ;;
+    esac
+    shift
+  done
+}
+
 # e2e_free_port: print a TCP port that was free on 127.0.0.1 a moment ago. The caller
 # must still handle "address in use" (another process can take it in between).
 e2e_free_port() {
