@@ -211,10 +211,12 @@ def main():
     print(table)
     if options.write_results:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        profile = "release" if "/release/" in clawmcp else "debug"
+        # What was measured, in the binary's own words (a path says nothing of its profile).
+        version = subprocess.run([clawmcp, "--version"], capture_output=True, text=True).stdout.strip()
+        profile = "debug" if "/debug/" in clawmcp else "release"
         text = f"""# tts.speak: time to the first audio sample
 
-Command: `bench/tts.py --runs {options.runs} --write-results` ({stamp}); clawmcp {profile} build.
+Command: `bench/tts.py --runs {options.runs} --write-results` ({stamp}); {version}, {profile} build.
 
 From starting the method to the first sample louder than 2% of full scale arriving on a private
 PulseAudio null sink's monitor (parecord, 10 ms latency, the same for every method), three
