@@ -83,10 +83,14 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
         let registry = Arc::new(Registry::builtin(settings.clone(), approvals.clone()));
         let reporter = node_status::Reporter::new(data.status_path(), registry.clone());
         let (control, mut controls) = tokio::sync::mpsc::channel(8);
+        // The gateway flags in force: the start's, until an app tool moves the node to another
+        // gateway. The node link and the app tools' operator connection both resolve from them.
+        let gateway_args = Arc::new(std::sync::Mutex::new(args.gateway.clone()));
         let operator = {
-            let (args, data) = (args.gateway.clone(), data.clone());
+            let (args, data) = (gateway_args.clone(), data.clone());
             node_app::OperatorAccess::new(move || {
                 let settings = Settings::load(&data.settings_path()).map_err(|error| error.to_string())?;
+                let args = args.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
                 let link = gateway_link_config(&args, &settings, &data, ToolFilter::all())
                     .map_err(|error| format!("the gateway cannot be reached as configured: {error:#}"))?;
                 // Its own key, never the node's: one key paired in two roles needs a new approval.
@@ -103,12 +107,13 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
                 })
             })
         };
+        let operator = Arc::new(operator);
         registry.register_commands(node_app::commands(node_app::AppContext {
             status: reporter.view(),
             settings: settings.clone(),
             control,
             registry: Arc::downgrade(&registry),
-            operator: Arc::new(operator),
+            operator: operator.clone(),
         }));
         check_filter(&registry, &filter)?;
         let filter_for_gateway = filter.clone();
@@ -180,7 +185,8 @@ pub fn run(args: NodeArgs, matches: &clap::ArgMatches) -> anyhow::Result<ExitCod
             registry,
             data,
             port: args.port,
-            gateway_args: args.gateway,
+            gateway_args,
+            operator,
             filter: filter_for_gateway,
             listener: None,
             link: None,
@@ -233,7 +239,10 @@ struct Transports {
     registry: Arc<Registry>,
     data: DataDir,
     port: u16,
-    gateway_args: GatewayNodeArgs,
+    /// The gateway flags in force (shared with the operator connection's resolver).
+    gateway_args: Arc<std::sync::Mutex<GatewayNodeArgs>>,
+    /// The app tools' operator connection, forgotten when the node moves to another gateway.
+    operator: Arc<node_app::OperatorAccess>,
     filter: ToolFilter,
     /// The MCP listener: its endpoint, stop switch and task.
     listener: Option<(String, CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>)>,
@@ -247,6 +256,10 @@ struct Transports {
 }
 
 impl Transports {
+    fn gateway_args(&self) -> GatewayNodeArgs {
+        self.gateway_args.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
     fn serve(&mut self, server: clawmcp_http::HttpServer) {
         let endpoint = server.endpoint();
         let stop = CancellationToken::new();
@@ -318,7 +331,8 @@ impl Transports {
             _ => {}
         }
         match (settings.enable_node_mode, self.link.is_some()) {
-            (true, false) => match gateway_link_config(&self.gateway_args, settings, &self.data, self.filter.clone()) {
+            (true, false) => match gateway_link_config(&self.gateway_args(), settings, &self.data, self.filter.clone())
+            {
                 Ok(config) => {
                     output::note(&format!(
                         "clawmcp node: EnableNodeMode is on: joining the gateway at {} as node `{}`",
@@ -377,7 +391,7 @@ impl Transports {
     /// previous gateway (an access proxy's header is a secret of that path), so only `--name`
     /// carries over; from here on settings.json names the gateway.
     async fn join(&mut self, join: node_app::Join) -> Result<tokio::sync::watch::Receiver<GatewayStatus>, String> {
-        let mut args = GatewayNodeArgs { name: self.gateway_args.name.clone(), ..GatewayNodeArgs::default() };
+        let mut args = GatewayNodeArgs { name: self.gateway_args().name, ..GatewayNodeArgs::default() };
         let mut token = None;
         match join {
             node_app::Join::SetupCode(code) => args.pair = Some(code),
@@ -412,7 +426,10 @@ impl Transports {
         self.link = Some(link);
         // A spent code given by a client ends this link, not the node (unlike `--pair`).
         self.link_from_pair_flag = false;
-        self.gateway_args = GatewayNodeArgs { name: args.name, ..GatewayNodeArgs::default() };
+        *self.gateway_args.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            GatewayNodeArgs { name: args.name, ..GatewayNodeArgs::default() };
+        // Its operator connection went to the previous gateway: the next app tool opens a new one.
+        self.operator.forget().await;
         self.gateway_error = None;
         self.report();
         Ok(status)
@@ -427,7 +444,7 @@ impl Transports {
         };
         link.close().await;
         let settings = Settings::load(&self.data.settings_path()).unwrap_or_default();
-        let answer = match gateway_link_config(&self.gateway_args, &settings, &self.data, self.filter.clone()) {
+        let answer = match gateway_link_config(&self.gateway_args(), &settings, &self.data, self.filter.clone()) {
             Ok(config) => {
                 let note = format!("reconnecting to {} as node `{}`", config.url, config.display_name);
                 self.link = Some(NodeLink::start(config, self.registry.clone()));

@@ -113,6 +113,14 @@ impl OperatorAccess {
         OperatorAccess { target: Box::new(target), client: tokio::sync::Mutex::new(None) }
     }
 
+    /// Closes the operator connection, if open: the node now belongs to another gateway, and
+    /// the next operator tool connects to that one.
+    pub async fn forget(&self) {
+        if let Some(client) = self.client.lock().await.take() {
+            client.close().await;
+        }
+    }
+
     /// `method` on the gateway as an operator, for `tool`.
     async fn request(&self, tool: &str, method: &str, params: Value) -> InvokeResult {
         let mut slot = self.client.lock().await;

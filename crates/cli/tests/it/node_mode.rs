@@ -658,6 +658,10 @@ fn a_local_client_moves_the_node_to_another_gateway_only_while_the_owner_allows_
     );
     assert!(!text.contains(FAKE_TOKEN), "no secret in settings.json: {text}");
     assert_eq!((std::fs::read_to_string(&token_file).unwrap(), mode(&token_file)), (FAKE_TOKEN.to_owned(), 0o600));
+    // The operator tools act on the gateway joined, with its token.
+    first.on("node.list", |_| Reply::Ok(json!({"ts": 1, "nodes": [{"nodeId": "on-the-first"}]})));
+    let nodes = node.run(&sandbox, "call", &["app.nodes"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&nodes.stdout).contains("on-the-first"), "{nodes:?}");
 
     // A setup code for another gateway: the node leaves the first, and the second never sees the
     // first one's token (nor does the saved state keep it).
@@ -674,6 +678,13 @@ fn a_local_client_moves_the_node_to_another_gateway_only_while_the_owner_allows_
     runtime.block_on(first.wait_for_client_closes(1));
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(sandbox.settings_path()).unwrap()).unwrap();
     assert_eq!((saved["GatewayUrl"].clone(), saved.get("GatewayTokenFile")), (json!(second.url()), None), "{saved}");
+    // The operator connection to the first gateway is gone with it: the operator tools now name
+    // the second, where this node holds only its node credential (a setup code gives no more).
+    let asked_first = first.requests("node.list").len();
+    let nodes = node.run(&sandbox, "call", &["app.nodes"]).output().unwrap();
+    let said = String::from_utf8_lossy(&nodes.stderr).into_owned() + &String::from_utf8_lossy(&nodes.stdout);
+    assert!(!nodes.status.success() && said.contains(&second.url()) && said.contains("--gateway-token-file"), "{said}");
+    assert_eq!(first.requests("node.list").len(), asked_first, "app.nodes still asked the gateway the node left");
     wait_for(
         WAIT,
         "node status to name the second gateway, connected",
