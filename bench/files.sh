@@ -31,27 +31,7 @@ source "$ROOT/e2e/lib/node_host.sh"
 
 MIB=50 RUNS=10 WRITE_RESULTS=0
 COMMAND_LINE="bench/files.sh $*"
-while (($#)); do
-  case "$1" in
-    --mib)
-      MIB="$2"
-      shift 2
-      ;;
-    --runs)
-      RUNS="$2"
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1" ;;
-  esac
-done
+e2e_parse_options "mib runs" "$@"
 if ! [[ "$MIB" =~ ^[0-9]+$ ]] || ((MIB < 1 || MIB > 1024)); then e2e_die "--mib must be 1..1024"; fi
 if ! [[ "$RUNS" =~ ^[0-9]+$ ]] || ((RUNS < 3 || RUNS > 100)); then e2e_die "--runs must be 3..100"; fi
 for tool in hyperfine curl python3; do

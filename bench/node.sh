@@ -33,27 +33,7 @@ source "$ROOT/e2e/lib/node_host.sh"
 
 DURATION=5 ROUNDS=3 WRITE_RESULTS=0
 COMMAND_LINE="bench/node.sh $*"
-while (($#)); do
-  case "$1" in
-    --duration)
-      DURATION="$2"
-      shift 2
-      ;;
-    --rounds)
-      ROUNDS="$2"
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1" ;;
-  esac
-done
+e2e_parse_options "duration rounds" "$@"
 if ! [[ "$DURATION" =~ ^[0-9]+$ ]] || ((DURATION < 1 || DURATION > 120)); then
   e2e_die "--duration must be 1..120 seconds"
 fi

@@ -23,24 +23,8 @@ source "$ROOT/e2e/lib/common.sh"
 
 INVOKES=1000 WRITE_RESULTS=0
 COMMAND_LINE="bench/node_gateway.sh $*"
-while (($#)); do
-  case "$1" in
-    --invokes)
-      [[ "${2:-}" =~ ^[0-9]+$ ]] || e2e_die "--invokes needs a number"
-      INVOKES="$2"
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1 (see --help)" ;;
-  esac
-done
+e2e_parse_options "invokes" "$@"
+((INVOKES >= 1)) || e2e_die "--invokes must be at least 1"
 e2e_require python3 timeout npm
 
 BIN="$(e2e_clawmcp_bin "${CLAWMCP_BENCH_BIN:-}")" || exit 1

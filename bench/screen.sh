@@ -35,23 +35,7 @@ source "$ROOT/e2e/lib/xvfb.sh"
 
 RUNS=20 WRITE_RESULTS=0
 COMMAND_LINE="bench/screen.sh $*"
-while (($#)); do
-  case "$1" in
-    --runs)
-      RUNS="$2"
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1" ;;
-  esac
-done
+e2e_parse_options "runs" "$@"
 if ! [[ "$RUNS" =~ ^[0-9]+$ ]] || ((RUNS < 3 || RUNS > 200)); then
   e2e_die "--runs must be 3..200"
 fi

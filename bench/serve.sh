@@ -27,28 +27,8 @@ source "$ROOT/e2e/lib/common.sh"
 
 RUNS=10 EVENTS=1000 CALLS=500 WRITE_RESULTS=0
 COMMAND_LINE="bench/serve.sh $*"
-while (($#)); do
-  case "$1" in
-    --runs | --events | --calls)
-      [[ "${2:-}" =~ ^[0-9]+$ ]] || e2e_die "$1 needs a number"
-      case "$1" in
-        --runs) RUNS="$2" ;;
-        --events) EVENTS="$2" ;;
-        --calls) CALLS="$2" ;;
-      esac
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1 (see --help)" ;;
-  esac
-done
+e2e_parse_options "runs events calls" "$@"
+((RUNS >= 1 && EVENTS >= 1 && CALLS >= 1)) || e2e_die "--runs, --events and --calls must be at least 1"
 e2e_require curl python3 timeout npm
 
 # Binary (release: the benchmark measures what users run) ------------------------------------------

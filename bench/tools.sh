@@ -28,25 +28,8 @@ source "$ROOT/e2e/lib/common.sh"
 
 CALLS=300 RUNS=7 WRITE_RESULTS=0
 COMMAND_LINE="bench/tools.sh $*"
-while (($#)); do
-  case "$1" in
-    --calls | --runs)
-      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || e2e_die "$1 needs a positive number"
-      if [[ "$1" == --calls ]]; then CALLS="$2"; else RUNS="$2"; fi
-      shift 2
-      ;;
-    --write-results)
-      WRITE_RESULTS=1
-      shift
-      ;;
-    -h | --help)
-      e2e_usage
-      exit 0
-      ;;
-    *) e2e_die "unknown argument: $1 (see --help)" ;;
-  esac
-done
-((CALLS <= 100000 && RUNS <= 100)) || e2e_die "--calls is at most 100000 and --runs at most 100"
+e2e_parse_options "calls runs" "$@"
+((CALLS >= 1 && CALLS <= 100000 && RUNS >= 1 && RUNS <= 100)) || e2e_die "--calls must be 1..100000 and --runs 1..100"
 e2e_require curl python3 timeout npm
 RG="$(command -v rg || true)"
 [[ -n "$RG" ]] || e2e_die "rg (ripgrep) not found; install it (Debian: apt-get install ripgrep)"
