@@ -319,12 +319,9 @@ pub fn png_size(bytes: &[u8]) -> Result<(u32, u32), String> {
 /// an animated PNG's first frame), refusing images of more than `max_pixels` before anything
 /// is allocated for them. The error says what is wrong with the bytes.
 pub fn decode_png(bytes: &[u8], max_pixels: u64) -> Result<Pixels, String> {
-    if !bytes.starts_with(PNG_SIGNATURE) {
-        return Err("not a PNG image (it does not start with the PNG signature)".into());
-    }
     let failed = |error: &dyn std::fmt::Display| format!("not a valid PNG image: {error}");
-    // The size from IHDR before the decoder reads further: a bomb is refused from its first 24
-    // bytes.
+    // The signature and the size from IHDR before the decoder reads further: a bomb is refused
+    // from its first 24 bytes.
     let (width, height) = png_size(bytes)?;
     if u64::from(width) * u64::from(height) > max_pixels {
         return Err(format!("the PNG image is {width}x{height}, more than the {max_pixels} pixels this node decodes"));

@@ -392,24 +392,21 @@ impl Transports {
     /// carries over; from here on settings.json names the gateway.
     async fn join(&mut self, join: node_app::Join) -> Result<tokio::sync::watch::Receiver<GatewayStatus>, String> {
         let mut args = GatewayNodeArgs { name: self.gateway_args().name, ..GatewayNodeArgs::default() };
-        let mut token = None;
         match join {
             node_app::Join::SetupCode(code) => args.pair = Some(code),
-            node_app::Join::SharedToken { url, token: secret } => {
+            node_app::Join::SharedToken { url, token } => {
                 args.gateway_url = Some(url);
                 // Resolved in memory first; written to its file only once the join is sure.
-                args.gateway_token = Some(secret.clone());
-                token = Some(secret);
+                args.gateway_token = Some(token);
             }
         }
         let saved = Settings::load(&self.data.settings_path()).map_err(|error| error.to_string())?;
         let config = gateway_link_config(&args, &saved, &self.data, self.filter.clone())
             .map_err(|error| format!("{error:#}"))?;
-        if let Some(token) = token {
+        if let Some(token) = args.gateway_token.take() {
             let path = self.data.gateway_token_path();
             clawmcp_fs::write_private_atomic(&path, token.as_bytes())
                 .map_err(|error| format!("cannot save the gateway token to {}: {error}", path.display()))?;
-            args.gateway_token = None;
             args.gateway_token_file = Some(path);
         }
         save_gateway_settings(&self.data.settings_path(), &args, Some(&config))

@@ -229,7 +229,7 @@ pub fn commands(context: AppContext) -> Vec<Command> {
                 schema: Value,
                 parse: fn(&Map<String, Value>) -> Result<Join, CapabilityError>| {
         let (control, gate) = (context.control.clone(), changes.clone());
-        gate.clone().apply(spec(name, description, schema, ToolAnnotations::DESTRUCTIVE).with_handler(
+        changes.apply(spec(name, description, schema, ToolAnnotations::DESTRUCTIVE).with_handler(
             move |request, ctx| {
                 let (control, gate) = (control.clone(), gate.clone());
                 async move {
