@@ -13,6 +13,12 @@
 #     the floor
 #   CLI: hyperfine over `clawmcp call --list-tools` (a whole client process per call)
 #
+#   placement: each server under test (ours, the floors) runs on CPU 0 and wrk on the other
+#     CPUs (taskset). Sharing every CPU, the scheduler's choices (wrk preempting the server in the
+#     middle of an answer, the server's threads waiting behind wrk's) moved the CPU-per-request
+#     ratio between 1.4x and 2.1x from one run to the next with the same binaries; apart, both
+#     sides are measured doing their own work. On a 1-CPU machine nothing is pinned.
+#
 # Usage: bench/node.sh [--duration SECONDS] [--rounds N] [--write-results]
 #   --duration       wrk seconds per measurement (default 5; each measurement is bounded)
 #   --rounds         rounds over all cells; the report shows per-cell medians (default 3)
@@ -42,8 +48,9 @@ if ! [[ "$ROUNDS" =~ ^[0-9]+$ ]] || ((ROUNDS < 1 || ROUNDS > 10)); then
 fi
 CONNECTIONS=(1 16 64)
 STARTUP_RUNS=20
-for tool in wrk hyperfine curl python3; do
-  command -v "$tool" >/dev/null 2>&1 || e2e_die "$tool not found (Debian: apt-get install wrk hyperfine curl python3)"
+for tool in wrk hyperfine curl python3 taskset; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    e2e_die "$tool not found (Debian: apt-get install wrk hyperfine curl python3 util-linux)"
 done
 
 # Binaries (release: the benchmark measures what users run) ------------------------------
@@ -71,7 +78,23 @@ trap cleanup EXIT
 
 rss_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
 
-e2e_start_node "$BIN" "$DATA_DIR" "$TMP/node.log" || e2e_die "clawmcp node did not start"
+# Placement (see the header): each server under test is started through a wrapper that execs it
+# under `taskset -c 0` (same PID, so it is stopped by PID as before; its runtime sizes itself to
+# the one CPU it may use, as it would on a machine that size); LOAD is wrk's command prefix.
+CPUS="$(nproc)"
+SERVED_BIN="$BIN" SERVED_FLOOR_BIN="$FLOOR_BIN" LOAD=() PLACEMENT=shared LOAD_CPUS="$CPUS"
+if ((CPUS >= 2)); then
+  LOAD_CPUS=$((CPUS - 1))
+  load_cpus=1
+  ((CPUS == 2)) || load_cpus="1-$((CPUS - 1))"
+  LOAD=(taskset -c "$load_cpus") PLACEMENT="server_cpu0_wrk_cpus$load_cpus"
+  SERVED_BIN="$TMP/clawmcp-on-cpu0" SERVED_FLOOR_BIN="$TMP/floor-on-cpu0"
+  printf '#!/bin/sh\nexec taskset -c 0 "%s" "$@"\n' "$BIN" >"$SERVED_BIN"
+  printf '#!/bin/sh\nexec taskset -c 0 "%s" "$@"\n' "$FLOOR_BIN" >"$SERVED_FLOOR_BIN"
+  chmod 700 "$SERVED_BIN" "$SERVED_FLOOR_BIN"
+fi
+
+e2e_start_node "$SERVED_BIN" "$DATA_DIR" "$TMP/node.log" || e2e_die "clawmcp node did not start"
 sleep 1 # let start-up allocations settle before reading idle memory
 RSS_IDLE_START="$(rss_kib "$NODE_HOST_PID" VmRSS)"
 
@@ -87,7 +110,7 @@ for method in ping tools/list; do
     -H 'Content-Type: application/json' --data "${BODY[$method]}" "$NODE_HOST_URL" ||
     e2e_die "$method over HTTP failed before the benchmark"
   grep -q '"result"' "$answer_file" || e2e_die "$method answered without a result: $(head -c 300 "$answer_file")"
-  start_floor "$method" "$answer_file"
+  FLOOR_BIN="$SERVED_FLOOR_BIN" start_floor "$method" "$answer_file"
 done
 
 CLK_TCK="$(getconf CLK_TCK)"
@@ -99,10 +122,12 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # with whatever else runs; CPU per request mostly does not, so it is the steadier ratio.
 run_wrk() {
   local url="$1" body="$2" conns="$3" pid="$4" threads=1 before result requests
-  ((conns > 1)) && threads=2 # 2 cores: wrk shares them with the server under test
+  # One wrk thread per CPU it has (two threads on one CPU time-slice, and their waits show up
+  # as the server's latency), at most one per connection and two in all.
+  ((conns > 1 && LOAD_CPUS > 1)) && threads=2
   before="$(cpu_ticks "$pid")"
   result="$(BENCH_BODY="$body" BENCH_TOKEN_FILE="$NODE_HOST_TOKEN_FILE" timeout $((DURATION + 30)) \
-    wrk -t"$threads" -c"$conns" -d"${DURATION}s" --timeout 5s -s "$HERE/post.lua" "$url" |
+    "${LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${DURATION}s" --timeout 5s -s "$HERE/post.lua" "$url" |
     sed -n 's/^RESULT //p')"
   [[ -n "$result" ]] || return 0
   requests="$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$result")"
@@ -152,7 +177,7 @@ echo "STARTUP target=ours $(python3 "$HERE/startup.py" --runs "$STARTUP_RUNS" --
 port="$(e2e_free_port)"
 echo "STARTUP target=floor $(python3 "$HERE/startup.py" --runs "$STARTUP_RUNS" --port "$port" \
   -- "$FLOOR_BIN" "$port" | sed 's/^STARTUP //')" >>"$MEASUREMENTS"
-echo "META duration=$DURATION rounds=$ROUNDS load_before=$LOAD_BEFORE" \
+echo "META duration=$DURATION rounds=$ROUNDS placement=$PLACEMENT load_before=$LOAD_BEFORE" \
   "load_after=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') date=$(date -u +%Y-%m-%dT%H:%MZ)" >>"$MEASUREMENTS"
 
 report_args=("$MEASUREMENTS")

@@ -10,13 +10,16 @@
 //! writable by nobody else, bounded), is 0600 in a 0700 directory and is written atomically (temp
 //! file, fsync, rename), so a reader sees the old token or the new one, never half of one.
 //!
-//! [`LiveToken`] checks the file on every request (one `fstat` of the descriptor it was read
-//! from) and re-reads it when it changed, so `clawmcp token --reset` takes effect on the next
-//! request without a restart.
+//! [`LiveToken`] checks the file (one `fstat` of the descriptor it was read from) on the first
+//! request after [`RECHECK_AFTER`] has passed since the last check, and re-reads it when it
+//! changed, so `clawmcp token --reset` (or an edit) is in force for every request that arrives a
+//! millisecond after it, without a restart.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -24,6 +27,15 @@ use clawmcp_fs::{FileStamp, create_private_dir, write_private_atomic};
 
 /// The token file's name inside the data directory.
 pub const TOKEN_FILE_NAME: &str = "mcp-token.txt";
+
+/// How long one check of the token file stands. A request that arrives this long after the last
+/// check checks again; the ones before it use the token that check found. Why not every request:
+/// the `fstat` was a twentieth of the node's CPU per `ping` under load (bench/NODE_RESULTS.md),
+/// and no client can rotate the token and send its next request within a millisecond (the
+/// `clawmcp token --reset` process alone takes longer to exit).
+pub const RECHECK_AFTER: Duration = Duration::from_millis(1);
+
+const RECHECK_NANOS: u64 = RECHECK_AFTER.as_nanos() as u64;
 
 /// Random bytes in a token (256 bits).
 pub const TOKEN_BYTES: usize = 32;
@@ -104,8 +116,9 @@ pub fn reset(path: &Path) -> Result<String, TokenError> {
 
 /// The token as the server checks it, following the file while serving.
 ///
-/// The file is followed through the descriptor it was read from, not its name: each check is one
-/// `fstat` of that descriptor (no path walk; a third of the cost of a `stat` by name, measured
+/// The file is followed through the descriptor it was read from, not its name: each check (at
+/// most one per [`RECHECK_AFTER`], by whichever request comes first) is one `fstat` of that
+/// descriptor (no path walk; a third of the cost of a `stat` by name, measured
 /// in bench/NODE_RESULTS.md) under a shared read lock, and the presented token is compared under
 /// the same read lock (no shared reference count touched per request). Only a change takes the
 /// write lock: with an exclusive lock on every request, two runtime threads checking tokens at
@@ -118,6 +131,10 @@ pub fn reset(path: &Path) -> Result<String, TokenError> {
 pub struct LiveToken {
     path: PathBuf,
     cache: RwLock<Cache>,
+    /// The clock [`LiveToken::checked_until`] counts from.
+    started: Instant,
+    /// Nanoseconds after `started` until which the last check stands (0: never checked).
+    checked_until: AtomicU64,
 }
 
 struct Cache {
@@ -185,6 +202,8 @@ impl LiveToken {
         Ok(LiveToken {
             path: path.to_owned(),
             cache: RwLock::new(Cache { source: Source::Unread, token: token.into(), generation: 0 }),
+            started: Instant::now(),
+            checked_until: AtomicU64::new(0),
         })
     }
 
@@ -218,12 +237,18 @@ impl LiveToken {
         self.with_fresh(|cache| cache.generation)
     }
 
-    /// `read` applied to the cache, re-read first if the file changed since. The cache is plain
-    /// fields assigned whole: a panic elsewhere cannot tear it, so a poisoned lock is used as is.
+    /// `read` applied to the cache, re-read first if the file changed since (checked when the
+    /// last check is older than [`RECHECK_AFTER`]). The cache is plain fields assigned whole: a
+    /// panic elsewhere cannot tear it, so a poisoned lock is used as is.
     fn with_fresh<R>(&self, read: impl FnOnce(&Cache) -> R) -> R {
+        let now = self.nanos_since_start();
         {
             let cache = self.cache.read().unwrap_or_else(PoisonError::into_inner);
+            if now < self.checked_until.load(Ordering::Relaxed) {
+                return read(&cache);
+            }
             if !cache.source.changed(&self.path) {
+                self.checked_until.store(now.saturating_add(RECHECK_NANOS), Ordering::Relaxed);
                 return read(&cache);
             }
         }
@@ -232,7 +257,13 @@ impl LiveToken {
         if cache.source.changed(&self.path) {
             self.reload(&mut cache);
         }
+        // Stamped once the reload is done: a request in the window uses the new cache.
+        self.checked_until.store(now.saturating_add(RECHECK_NANOS), Ordering::Relaxed);
         read(&cache)
+    }
+
+    fn nanos_since_start(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn reload(&self, cache: &mut Cache) {

@@ -100,6 +100,11 @@ fn reset_always_writes_a_new_private_token() {
     assert_eq!(token::load_or_create(&path).unwrap(), second);
 }
 
+/// Waits out the live token's check interval: a change made now is in force after it.
+fn settle() {
+    std::thread::sleep(token::RECHECK_AFTER);
+}
+
 #[test]
 fn live_token_follows_the_file_and_keeps_the_last_good_token() {
     let dir = tempfile::tempdir().unwrap();
@@ -109,16 +114,20 @@ fn live_token_follows_the_file_and_keeps_the_last_good_token() {
     assert!(live.verify(first.as_bytes()));
 
     let second = token::reset(&path).unwrap();
+    settle();
     assert_eq!(&*live.current(), second);
     assert!(!live.verify(first.as_bytes()));
     assert!(live.verify(second.as_bytes()));
 
     fs::remove_file(&path).unwrap();
+    settle();
     assert!(live.verify(second.as_bytes()), "a vanished file keeps the last token");
     fs::write(&path, "   ").unwrap();
+    settle();
     assert!(live.verify(second.as_bytes()), "a blanked file keeps the last token");
 
     let third = token::reset(&path).unwrap();
+    settle();
     assert!(live.verify(third.as_bytes()), "a recreated file is picked up");
     assert!(!live.verify(second.as_bytes()));
     assert!(!live.verify(b""));
@@ -134,15 +143,19 @@ fn each_token_put_in_force_is_the_next_authentication_generation() {
     assert_eq!(live.admit(b"not the token"), None);
     // Re-reading an unchanged token (touched, rewritten with the same text) is no rotation.
     fs::write(&path, format!("{first}\n")).unwrap();
+    settle();
     assert_eq!(live.admit(first.as_bytes()), Some(0));
     let second = token::reset(&path).unwrap();
+    settle();
     assert_eq!(live.admit(first.as_bytes()), None, "the old token admits nothing once rotated");
     assert_eq!(live.admit(second.as_bytes()), Some(1));
     assert_eq!(live.generation(), 1);
     // A broken file keeps the token, and so its generation.
     fs::write(&path, "   ").unwrap();
+    settle();
     assert_eq!(live.admit(second.as_bytes()), Some(1));
     let third = token::reset(&path).unwrap();
+    settle();
     assert_eq!(live.admit(third.as_bytes()), Some(2));
 }
 
@@ -159,6 +172,7 @@ fn live_token_sees_every_kind_of_change_through_the_file_it_holds() {
     std::io::Write::write_all(&mut file, second.as_bytes()).unwrap();
     file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
     drop(file);
+    settle();
     assert!(live.verify(second.as_bytes()), "an in-place rewrite is seen");
     assert!(!live.verify(first.as_bytes()));
 
@@ -167,11 +181,13 @@ fn live_token_sees_every_kind_of_change_through_the_file_it_holds() {
     let third = token::generate().unwrap();
     fs::write(&path, &third).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    settle();
     assert!(live.verify(third.as_bytes()), "a file renamed away is seen");
     assert!(!live.verify(second.as_bytes()));
 
     // Made readable by others: seen (its change time moved), made private again, same token.
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    settle();
     assert!(live.verify(third.as_bytes()));
     assert_eq!(mode(&path), 0o600, "the re-read under the trust rules made it private again");
 
@@ -181,6 +197,7 @@ fn live_token_sees_every_kind_of_change_through_the_file_it_holds() {
     fs::write(&elsewhere, &planted).unwrap();
     fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    settle();
     assert!(!live.verify(planted.as_bytes()), "never read through a symlink");
     assert!(live.verify(third.as_bytes()));
 }

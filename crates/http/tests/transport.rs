@@ -92,7 +92,7 @@ async fn bearer_variants() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_token_rotated_on_disk_applies_to_the_next_request() {
+async fn a_token_rotated_on_disk_applies_to_every_request_after_the_check_interval() {
     let h = Harness::start().await;
     let old = h.client.clone();
     let mut connection = old.connect().await;
@@ -100,6 +100,8 @@ async fn a_token_rotated_on_disk_applies_to_the_next_request() {
     assert_eq!(connection.send(probe(&old)).await.status, StatusCode::OK);
 
     let new_token = token::reset(&h.token_path).unwrap();
+    // The file is checked at most once per `RECHECK_AFTER` (real time, not the paused clock).
+    std::thread::sleep(token::RECHECK_AFTER);
     assert_ne!(new_token, old.token);
     let new = common::Client { token: new_token, ..old.clone() };
     // Same keep-alive connection: the check is per request, not per connection.

@@ -344,6 +344,7 @@ async fn a_token_rotation_ends_the_old_tokens_channels() {
     let call = start_call(rpc, &channel, "rot", "file.create", arguments);
     assert!(channel.until_ready().await.unwrap());
     clawmcp_http::token::reset(&node.token_path).unwrap();
+    std::thread::sleep(clawmcp_http::token::RECHECK_AFTER);
     // The old token is refused outright; the new one no longer finds the channel, and the
     // command has stopped.
     let old = rpc.0.request(&RequestId::number(99), "ping", None).await;

@@ -12,6 +12,9 @@ pub fn run(args: TokenArgs) -> anyhow::Result<ExitCode> {
     if args.reset {
         data.ensure()?;
         clawmcp_http::token::reset(&path)?;
+        // A running node checks the file at most once per `RECHECK_AFTER`: waiting it out here
+        // means that once this command returns, the old token admits nothing.
+        std::thread::sleep(clawmcp_http::token::RECHECK_AFTER);
         output::data(&path.display().to_string());
         output::note("token rotated: a running node uses the new token from its next request; update your MCP clients");
         return Ok(ExitCode::SUCCESS);
