@@ -17,7 +17,7 @@ async fn main() {
     let cancel = CancellationToken::new();
     let mut samples = Vec::with_capacity(count);
     // One untimed run first, so the first sample does not pay for loading `true`'s pages.
-    let launch = Launch { argv: &argv, cwd: None, env_overrides: &[] };
+    let launch = Launch { argv: &argv, cwd: None, env_overrides: &[], passed_fds: &[] };
     run(launch, Duration::from_secs(10), &cancel).await.expect("`true` runs");
     for _ in 0..count {
         let started = Instant::now();

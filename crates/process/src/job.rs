@@ -281,7 +281,7 @@ mod tests {
 
     fn start(script: &str, options: JobOptions) -> Job {
         let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
-        Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, options).expect("starts")
+        Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[], passed_fds: &[] }, options).expect("starts")
     }
 
     /// Reads until the output contains `count` whitespace-separated words.
@@ -501,10 +501,79 @@ wait"
         assert_eq!((chunk.text.as_str(), chunk.discarded, chunk.total_bytes), ("6789", 6, 10));
     }
 
+    /// Runs `script` with `passed`, and returns its exit.
+    async fn run_passing(script: &str, passed: &[crate::PassedFd<'_>]) -> Result<JobExit, ProcessError> {
+        let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
+        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[], passed_fds: passed }, OPTIONS)?;
+        job.finished().await;
+        Ok(job.exit().expect("ended"))
+    }
+
+    #[tokio::test]
+    async fn passed_descriptors_reach_the_program_at_their_numbers_and_only_the_program() {
+        use std::io::Read;
+        use std::os::fd::AsFd;
+        let (mut three_out, three_in) = std::io::pipe().unwrap();
+        let (mut four_out, four_in) = std::io::pipe().unwrap();
+        let passed =
+            [crate::PassedFd { fd: three_in.as_fd(), number: 3 }, crate::PassedFd { fd: four_in.as_fd(), number: 4 }];
+        let exit = run_passing("echo three >&3 && echo four >&4", &passed).await.unwrap();
+        assert_eq!(exit.exit_code, 0);
+        drop((three_in, four_in));
+        // End of file once our copies are gone: neither the reaper nor anything left holds one.
+        let (mut three, mut four) = (String::new(), String::new());
+        three_out.read_to_string(&mut three).unwrap();
+        four_out.read_to_string(&mut four).unwrap();
+        assert_eq!((three.as_str(), four.as_str()), ("three\n", "four\n"));
+
+        // Without passing, the program has no fd 3 or 4 of ours (the caller's are close-on-exec).
+        let exit = run_passing("echo leaked >&3 || echo leaked >&4 || exit 7", &[]).await.unwrap();
+        assert_eq!(exit.exit_code, 7, "the program holds no descriptor 3 or 4 it was not given");
+    }
+
+    #[tokio::test]
+    async fn two_descriptors_that_sit_on_each_others_numbers_are_swapped_intact() {
+        use std::io::Read;
+        use std::os::fd::{AsFd, AsRawFd};
+        let (mut a_out, a_in) = std::io::pipe().unwrap();
+        let (mut b_out, b_in) = std::io::pipe().unwrap();
+        let (a_number, b_number) = (a_in.as_raw_fd(), b_in.as_raw_fd());
+        // a goes to b's number and b to a's: a plain dup2 of a would close b before it is copied.
+        let passed = [
+            crate::PassedFd { fd: a_in.as_fd(), number: b_number },
+            crate::PassedFd { fd: b_in.as_fd(), number: a_number },
+        ];
+        // (dash redirects single-digit numbers only; the proc link reaches any.)
+        let script = format!("echo a > /proc/self/fd/{b_number} && echo b > /proc/self/fd/{a_number}");
+        assert_eq!(run_passing(&script, &passed).await.unwrap().exit_code, 0);
+        drop((a_in, b_in));
+        let (mut a, mut b) = (String::new(), String::new());
+        a_out.read_to_string(&mut a).unwrap();
+        b_out.read_to_string(&mut b).unwrap();
+        assert_eq!((a.as_str(), b.as_str()), ("a\n", "b\n"));
+    }
+
+    #[tokio::test]
+    async fn descriptors_that_cannot_be_passed_are_refused_before_anything_runs() {
+        use std::os::fd::AsFd;
+        let (_out, input) = std::io::pipe().unwrap();
+        let fd = input.as_fd();
+        let at = |number| crate::PassedFd { fd, number };
+        for (passed, why) in [
+            (vec![at(2)], "stdio's"),
+            (vec![at(3), at(3)], "passed twice"),
+            (vec![at(3), at(4), at(5), at(6), at(7)], "at most 4"),
+        ] {
+            let error = run_passing("true", &passed).await.unwrap_err();
+            assert!(error.to_string().contains(why), "{error}");
+        }
+    }
+
     #[tokio::test]
     async fn spawn_failure_is_reported_at_start() {
         let argv = ["/nonexistent/program".to_string()];
-        let error = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, OPTIONS).unwrap_err();
+        let error =
+            Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[], passed_fds: &[] }, OPTIONS).unwrap_err();
         assert!(error.to_string().contains("/nonexistent/program"), "{error}");
     }
 }

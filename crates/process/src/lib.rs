@@ -54,6 +54,7 @@ mod test_support;
 mod tree;
 
 use std::io;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::path::Path;
 
 pub use containment::{Containment, ContainmentError, ContainmentPolicy, ContainmentReport};
@@ -68,6 +69,21 @@ pub struct Launch<'a> {
     pub argv: &'a [String],
     pub cwd: Option<&'a Path>,
     pub env_overrides: &'a [(String, String)],
+    /// Descriptors of the caller's the program gets at fixed numbers (Chromium's DevTools pipe:
+    /// it reads fd 3 and writes fd 4); at most [`MAX_PASSED_FDS`], each number 3 or above.
+    pub passed_fds: &'a [PassedFd<'a>],
+}
+
+/// The most descriptors one [`Launch`] can pass.
+pub const MAX_PASSED_FDS: usize = 4;
+
+/// A descriptor handed to the program as number `number`. Only the program gets it: the
+/// caller's copy should be close-on-exec (so no other child inherits it), the reaper closes its
+/// copy, and the caller closes its own once the launch returns.
+#[derive(Debug, Clone, Copy)]
+pub struct PassedFd<'a> {
+    pub fd: BorrowedFd<'a>,
+    pub number: RawFd,
 }
 
 /// Why a process produced no outcome.

@@ -99,7 +99,7 @@ mod tests {
     }
 
     fn launch(argv: &[String]) -> Launch<'_> {
-        Launch { argv, cwd: None, env_overrides: &[] }
+        Launch { argv, cwd: None, env_overrides: &[], passed_fds: &[] }
     }
 
     async fn run_for(parts: &[&str], timeout: Duration) -> ProcessOutcome {
@@ -302,7 +302,7 @@ mod tests {
     async fn env_overrides_are_added_to_the_inherited_environment() {
         let argv = argv(&["sh", "-c", "printf '%s|%s' \"$CLAWMCP_TEST_VAR\" \"${PATH:+inherited}\""]);
         let env = [("CLAWMCP_TEST_VAR".to_string(), "set by wrapper".to_string())];
-        let launch = Launch { argv: &argv, cwd: None, env_overrides: &env };
+        let launch = Launch { argv: &argv, cwd: None, env_overrides: &env, passed_fds: &[] };
         let outcome = run(launch, Duration::from_secs(30), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.stdout.text, "set by wrapper|inherited");
     }

@@ -33,11 +33,14 @@ use crate::containment::ChildPlan;
 ///
 /// `contained`, when given, is what the program applies to itself before it is executed
 /// ([`crate::containment`]); its `max_tasks` is also the reaper's to watch.
+///
+/// `passed` is what the program gets at fixed descriptor numbers ([`crate::PassedFd`]).
 pub(crate) fn spawn_through_reaper(
     command: &mut tokio::process::Command,
     report_fd: c_int,
     owner: pid_t,
     contained: Option<ChildPlan>,
+    passed: FdMap,
 ) {
     // SAFETY: `pre_exec` requires the closure to be safe to run between fork and exec in the
     // child of a multi-threaded process. `split_off_program` makes only async-signal-safe system
@@ -45,11 +48,11 @@ pub(crate) fn spawn_through_reaper(
     // copied into the closure before the fork); it returns only in the process that std then
     // execs, and in the reaper it never returns (the reaper ends in `_exit`).
     unsafe {
-        command.pre_exec(move || split_off_program(report_fd, owner, contained.as_ref()));
+        command.pre_exec(move || split_off_program(report_fd, owner, contained.as_ref(), &passed));
     }
 }
 
-fn split_off_program(report_fd: c_int, owner: pid_t, contained: Option<&ChildPlan>) -> io::Result<()> {
+fn split_off_program(report_fd: c_int, owner: pid_t, contained: Option<&ChildPlan>, passed: &FdMap) -> io::Result<()> {
     // First of all: from here on no signal may kill the reaper by its default action, and a stop
     // request from the owner must wait in the queue until the reaper reads it.
     let inherited_mask = block_all_signals()?;
@@ -70,11 +73,93 @@ fn split_off_program(report_fd: c_int, owner: pid_t, contained: Option<&ChildPla
             if let Some(plan) = contained {
                 plan.apply()?;
             }
+            // After the containment, whose failure report may sit on one of these numbers.
+            passed.install()?;
             set_signal_mask(&inherited_mask)?;
             Ok(())
         }
         // A pid always fits a pid_t; the kernel returns one as a long.
         program => crate::reaper::run(program as pid_t, report_fd, owner, contained.map(ChildPlan::confinement)),
+    }
+}
+
+/// Descriptors to give the program at fixed numbers: plain integers in a fixed array, so it is
+/// copied into the `pre_exec` closure and used after the fork without allocating.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FdMap {
+    /// (the caller's descriptor, the number the program gets it as)
+    pairs: [(c_int, c_int); crate::MAX_PASSED_FDS],
+    len: usize,
+}
+
+impl FdMap {
+    /// The map of `passed`, or why it cannot be passed: more than [`crate::MAX_PASSED_FDS`], a
+    /// number below 3 (stdio is the launch's own) or one asked for twice.
+    pub(crate) fn of(passed: &[crate::PassedFd<'_>]) -> io::Result<FdMap> {
+        let invalid = |why: String| Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+        if passed.len() > crate::MAX_PASSED_FDS {
+            return invalid(format!("at most {} descriptors can be passed", crate::MAX_PASSED_FDS));
+        }
+        let mut map = FdMap::default();
+        for (at, fd) in passed.iter().enumerate() {
+            if fd.number < 3 {
+                return invalid(format!("descriptor number {} is stdio's, not one to pass", fd.number));
+            }
+            if passed[..at].iter().any(|earlier| earlier.number == fd.number) {
+                return invalid(format!("descriptor number {} is passed twice", fd.number));
+            }
+            map.pairs[at] = (fd.fd.as_raw_fd(), fd.number);
+        }
+        map.len = passed.len();
+        Ok(map)
+    }
+
+    /// The highest number the program gets (2 when there is none).
+    pub(crate) fn highest(&self) -> c_int {
+        self.pairs[..self.len].iter().map(|&(_, number)| number).max().unwrap_or(2)
+    }
+
+    /// In the program, between fork and exec: each descriptor at its number, inherited across the
+    /// exec. Every source is first copied above the highest number, so a source that sits on
+    /// another's number is not closed by that one's `dup2` before it is copied itself.
+    fn install(&self) -> io::Result<()> {
+        let mut moved = [-1 as c_int; crate::MAX_PASSED_FDS];
+        for (at, &(source, _)) in self.pairs[..self.len].iter().enumerate() {
+            // SAFETY: fcntl on integers; the copy is close-on-exec, so it does not outlive the exec.
+            moved[at] = unsafe { libc::fcntl(source, libc::F_DUPFD_CLOEXEC, self.highest() + 1) };
+            if moved[at] < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        for (at, &(_, number)) in self.pairs[..self.len].iter().enumerate() {
+            // SAFETY: dup2 on integers; it clears close-on-exec on `number`, the one to keep.
+            if unsafe { libc::dup2(moved[at], number) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            close(moved[at]);
+        }
+        Ok(())
+    }
+}
+
+/// Makes sure every descriptor number from 3 to `highest` is open in this process (on
+/// /dev/null, close-on-exec, kept for the process's life where one had to be opened), so that
+/// the descriptors std's `spawn` opens for itself (the pipe that reports a failed exec, stdio's
+/// /dev/null) cannot get a number [`FdMap::install`] overwrites in the program. Never replaces a
+/// descriptor that is open: `open` takes the lowest free number, and one above `highest` is closed
+/// again at once.
+pub(crate) fn occupy_low_numbers(highest: c_int) -> io::Result<()> {
+    loop {
+        // SAFETY: a static NUL-terminated path.
+        let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if fd > highest {
+            close(fd);
+            return Ok(());
+        }
+        // Below or at `highest`: left open on purpose, for the life of the process.
     }
 }
 

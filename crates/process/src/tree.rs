@@ -34,7 +34,7 @@ use crate::containment::{Containment, SETUP_RECORD, SetupFailure};
 use crate::procfs::{self, ProcStat};
 use crate::reaper::{ENDED_BY_TASK_LIMIT, STOP_GRACEFULLY, STOP_NOW, TERM_GRACE};
 use crate::sys;
-use crate::{Launch, ProcessError};
+use crate::{Launch, PassedFd, ProcessError};
 
 /// How long the owner waits for a reaper told to stop, beyond its [`TERM_GRACE`], before it
 /// SIGKILLs the reaper and sweeps up after it. A healthy reaper is done within milliseconds of
@@ -65,7 +65,7 @@ pub(crate) fn spawn_separate(
 ) -> Result<(Spawned, ChildStdout, ChildStderr), ProcessError> {
     let (mut command, program) = command(launch, stdin)?;
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut spawned = start(&mut command, program, containment)?;
+    let mut spawned = start(&mut command, program, containment, launch.passed_fds)?;
     let stdout = spawned.tree.child.stdout.take().expect("stdout is piped");
     let stderr = spawned.tree.child.stderr.take().expect("stderr is piped");
     Ok((spawned, stdout, stderr))
@@ -78,7 +78,7 @@ pub(crate) fn spawn_merged(launch: &Launch<'_>, stdin: Stdio) -> Result<(Spawned
     let spawn_error = |source| ProcessError::Spawn { program: program.clone(), source };
     let (reader, writer) = std::io::pipe().map_err(spawn_error)?;
     command.stdout(writer.try_clone().map_err(spawn_error)?).stderr(writer);
-    let spawned = start(&mut command, program, None)?;
+    let spawned = start(&mut command, program, None, launch.passed_fds)?;
     // Our copies of the write end must close now, or the reader would never see end of file.
     drop(command);
     let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(spawn_error)?;
@@ -108,9 +108,18 @@ fn command<'a>(launch: &Launch<'a>, stdin: Stdio) -> Result<(Command, &'a String
     Ok((command, program))
 }
 
-fn start(command: &mut Command, program: &str, containment: Option<&Containment>) -> Result<Spawned, ProcessError> {
+fn start(
+    command: &mut Command,
+    program: &str,
+    containment: Option<&Containment>,
+    passed: &[PassedFd<'_>],
+) -> Result<Spawned, ProcessError> {
     let spawn_error = |source| ProcessError::Spawn { program: program.to_string(), source };
     prepare_owner().map_err(spawn_error)?;
+    let passed = sys::FdMap::of(passed).map_err(spawn_error)?;
+    if passed.highest() > 2 {
+        sys::occupy_low_numbers(passed.highest()).map_err(spawn_error)?;
+    }
     let (mut report, report_writer) = std::io::pipe().map_err(spawn_error)?;
     // In an owner started with stdin, stdout or stderr closed, the pipe could get 0, 1 or 2,
     // which std's dup2 of the child's stdio would overwrite in the reaper. (The original is
@@ -127,7 +136,7 @@ fn start(command: &mut Command, program: &str, containment: Option<&Containment>
         None => None,
     };
     let plan = setup.as_ref().map(|(_, writer, plan)| plan.reporting_to(writer.as_raw_fd()));
-    sys::spawn_through_reaper(command, report_writer.as_raw_fd(), sys::getpid(), plan);
+    sys::spawn_through_reaper(command, report_writer.as_raw_fd(), sys::getpid(), plan, passed);
     let (mut child, registration) = {
         // A sweep must not take this reaper for an adopted orphan before it is registered.
         let _spawning = SPAWNS.read().unwrap_or_else(PoisonError::into_inner);
@@ -497,7 +506,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_empty_argv_is_a_spawn_error_not_a_panic() {
-        let launch = Launch { argv: &[], cwd: None, env_overrides: &[] };
+        let launch = Launch { argv: &[], cwd: None, env_overrides: &[], passed_fds: &[] };
         let error = spawn_separate(&launch, Stdio::null(), None).err().unwrap();
         assert!(error.to_string().contains("the command is empty"), "{error}");
         let error = spawn_merged(&launch, Stdio::null()).err().unwrap();

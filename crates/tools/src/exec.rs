@@ -179,7 +179,7 @@ pub(crate) async fn run(
     // Only a job that can be handed over can ever be written to; others read end of file.
     let options = JobOptions { timeout: request.timeout, output_limit, pipe_stdin: jobs.is_some() };
     let argv = request.argv();
-    let launch = Launch { argv: &argv, cwd: Some(&request.cwd), env_overrides: &request.env };
+    let launch = Launch { argv: &argv, cwd: Some(&request.cwd), env_overrides: &request.env, passed_fds: &[] };
     let job = match Job::start(launch, options) {
         Ok(job) => job,
         Err(error) => return start_failure(&request, &error),

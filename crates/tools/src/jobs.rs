@@ -240,7 +240,7 @@ mod tests {
 
     fn start(script: &str) -> Job {
         let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
-        Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[] }, OPTIONS).unwrap()
+        Job::start(Launch { argv: &argv, cwd: None, env_overrides: &[], passed_fds: &[] }, OPTIONS).unwrap()
     }
 
     fn meta(command: &str) -> JobMeta {

@@ -150,7 +150,7 @@ async fn run_client(
     cancel: &CancellationToken,
 ) -> Result<String, AudioError> {
     let env = server.env();
-    let launch = Launch { argv: &argv, cwd: None, env_overrides: &env };
+    let launch = Launch { argv: &argv, cwd: None, env_overrides: &env, passed_fds: &[] };
     let outcome = match clawmcp_process::run(launch, timeout, cancel).await {
         Ok(outcome) => outcome,
         Err(ProcessError::Cancelled) => return Err(AudioError::Cancelled),

@@ -1,15 +1,14 @@
 //! The canvas's one Chromium: started under a `clawmcp_process` reaper (so its whole process tree
-//! ends with it), driven over the DevTools protocol by chromiumoxide on a loopback port, its
-//! profile in a private 0700 temp directory removed when it stops (and, when a killed node could
-//! not, by the next browser start: [`sweep_stale_profiles`]).
+//! ends with it), driven over the DevTools protocol by chromiumoxide through a pipe only the node
+//! holds ([`devtools_pipe`]), its profile in a private 0700 temp directory removed when it stops
+//! (and, when a killed node could not, by the next browser start: [`sweep_stale_profiles`]).
 //!
 //! Headless, or an app-mode window (no tab strip, no address bar) on an X display: [`Window`].
 //!
 //! Chromium is started by us, not by chromiumoxide's `Browser::launch` (a plain tokio child,
-//! outside any reaper): `--remote-debugging-port=0` picks a free loopback port, which Chromium
-//! writes to `DevToolsActivePort` in the profile, and chromiumoxide connects to it. The port
-//! listens on 127.0.0.1 only, and Chromium refuses a DevTools WebSocket whose `Origin` is a web
-//! page, so neither another machine nor a page in the canvas can drive it.
+//! outside any reaper, and a DevTools port): `--remote-debugging-pipe` with the pipes as its
+//! descriptors 3 and 4, so it opens no port at all, and no other process of this machine (another
+//! local user's included) nor a page in the canvas can drive it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,12 +20,15 @@ use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverridePar
 use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, CaptureScreenshotParams};
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams, TimeDelta};
 use chromiumoxide::handler::HandlerConfig;
-use clawmcp_process::{Job, JobOptions, Launch};
+use clawmcp_process::{Job, JobOptions, Launch, PassedFd};
 use futures_util::StreamExt;
 use serde_json::Value;
+use std::os::fd::AsFd;
 
-/// How long Chromium may take to start and open its DevTools port (0.3 s here; a loaded CI
-/// machine is much slower).
+use super::devtools_pipe::{self, Bridge};
+
+/// How long Chromium may take to start and answer its first DevTools command (0.3 s here; a
+/// loaded CI machine is much slower).
 pub const START_DEADLINE: Duration = Duration::from_secs(20);
 /// How long one page load may take before `present`/`navigate` fail.
 pub const LOAD_DEADLINE: Duration = Duration::from_secs(30);
@@ -61,6 +63,8 @@ pub struct Browser {
     job: Option<Job>,
     pid: u32,
     profile: Option<tempfile::TempDir>,
+    /// The relay between chromiumoxide's WebSocket and the browser's DevTools pipe.
+    bridge: Bridge,
     cdp: chromiumoxide::Browser,
     handler: tokio::task::JoinHandle<()>,
     page: chromiumoxide::Page,
@@ -95,15 +99,24 @@ impl Browser {
             Window::Headless => vec![],
             Window::X11(display) => vec![("DISPLAY".to_owned(), display.clone())],
         };
-        let job = Job::start(Launch { argv: &argv, cwd: None, env_overrides: &env }, options)
-            .map_err(|error| format!("cannot start chromium: {error}"))?;
+        let cannot_pipe = |error: std::io::Error| format!("cannot make the browser's DevTools pipe: {error}");
+        let (browser_ends, node_ends) = devtools_pipe::pipes().map_err(cannot_pipe)?;
+        // Chromium reads the protocol from its descriptor 3 and writes to its descriptor 4.
+        let passed = [
+            PassedFd { fd: browser_ends.reads.as_fd(), number: 3 },
+            PassedFd { fd: browser_ends.writes.as_fd(), number: 4 },
+        ];
+        let launch = Launch { argv: &argv, cwd: None, env_overrides: &env, passed_fds: &passed };
+        let job = Job::start(launch, options).map_err(|error| format!("cannot start chromium: {error}"))?;
+        // Only the browser holds these now: its end of the pipe closes when it exits.
+        drop(browser_ends);
         let pid = job.pid();
         tracing::info!(pid, "canvas browser started");
-        let endpoint = match wait_for_endpoint(&job, profile.path()).await {
-            Ok(endpoint) => endpoint,
+        let bridge = match Bridge::open(node_ends).await {
+            Ok(bridge) => bridge,
             Err(error) => {
                 job.kill().await;
-                return Err(error);
+                return Err(format!("cannot open the DevTools bridge: {error}"));
             }
         };
         let config = HandlerConfig {
@@ -114,8 +127,10 @@ impl Browser {
             request_timeout: LOAD_DEADLINE,
             ..HandlerConfig::default()
         };
-        let connected =
-            tokio::time::timeout(COMMAND_DEADLINE, chromiumoxide::Browser::connect_with_config(endpoint, config));
+        let connected = tokio::time::timeout(
+            devtools_pipe::CONNECT_DEADLINE,
+            chromiumoxide::Browser::connect_with_config(bridge.url(), config),
+        );
         let (cdp, mut handler) = match connected.await {
             Ok(Ok(connected)) => connected,
             failed => {
@@ -124,7 +139,7 @@ impl Browser {
                     Ok(Err(error)) => error.to_string(),
                     _ => "no answer in time".to_owned(),
                 };
-                return Err(format!("cannot connect to chromium's DevTools endpoint: {why}"));
+                return Err(format!("cannot connect to chromium's DevTools bridge: {why}"));
             }
         };
         let handler = tokio::spawn(async move {
@@ -135,7 +150,11 @@ impl Browser {
                 }
             }
         });
-        let page = match first_page(&cdp, window).await {
+        let ready = async {
+            wait_until_ready(&cdp, &job).await?;
+            first_page(&cdp, window).await
+        };
+        let page = match ready.await {
             Ok(page) => page,
             Err(error) => {
                 handler.abort();
@@ -143,7 +162,7 @@ impl Browser {
                 return Err(error);
             }
         };
-        Ok(Browser { window: window.clone(), job: Some(job), pid, profile: Some(profile), cdp, handler, page })
+        Ok(Browser { window: window.clone(), job: Some(job), pid, profile: Some(profile), bridge, cdp, handler, page })
     }
 
     /// Where it shows.
@@ -163,7 +182,9 @@ impl Browser {
 
     /// Whether the process runs and the DevTools connection is up.
     pub fn alive(&self) -> bool {
-        self.job.as_ref().is_some_and(|job| job.exit().is_none()) && !self.handler.is_finished()
+        self.job.as_ref().is_some_and(|job| job.exit().is_none())
+            && !self.handler.is_finished()
+            && self.bridge.running()
     }
 
     /// Sizes the canvas (its viewport, exactly), and places and sizes its window if it has one.
@@ -382,8 +403,8 @@ fn arguments(program: &Path, profile: &Path, geometry: &Geometry, window: &Windo
     let mut argv = vec![
         program.display().to_string(),
         format!("--user-data-dir={}", profile.display()),
-        "--remote-debugging-address=127.0.0.1".to_owned(),
-        "--remote-debugging-port=0".to_owned(),
+        // The protocol on descriptors 3 and 4, no port (see the module doc).
+        "--remote-debugging-pipe".to_owned(),
         "--no-first-run".to_owned(),
         "--no-default-browser-check".to_owned(),
         "--test-type".to_owned(),
@@ -421,40 +442,33 @@ fn arguments(program: &Path, profile: &Path, geometry: &Geometry, window: &Windo
     argv
 }
 
-/// The DevTools WebSocket address from `DevToolsActivePort` (line 1 the port, line 2 the path).
-async fn wait_for_endpoint(job: &Job, profile: &Path) -> Result<String, String> {
-    let file = profile.join("DevToolsActivePort");
-    let deadline = tokio::time::Instant::now() + START_DEADLINE;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&file) {
-            let mut lines = text.lines();
-            if let (Some(port), Some(path)) = (lines.next(), lines.next())
-                && let Ok(port) = port.trim().parse::<u16>()
-                && path.starts_with("/devtools/browser/")
-            {
-                return Ok(format!("ws://127.0.0.1:{port}{}", path.trim()));
+/// Waits until Chromium answers its first DevTools command (it reads its pipe once it has
+/// started), or says why it will not: it exited (with what it printed), or the deadline passed.
+async fn wait_until_ready(cdp: &chromiumoxide::Browser, job: &Job) -> Result<(), String> {
+    let output = || {
+        let text = job.output_since(0).text;
+        let tail: Vec<&str> = text.lines().rev().take(12).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    };
+    let exited = |code: i32| format!("chromium exited (code {code}) before it was ready; it said:\n{}", output());
+    tokio::select! {
+        answer = tokio::time::timeout(START_DEADLINE, cdp.version()) => match answer {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => {
+                // The pipe ended: most likely the browser exited, whose status comes a moment later.
+                let _ = tokio::time::timeout(Duration::from_secs(2), job.finished()).await;
+                match job.exit() {
+                    Some(exit) => Err(exited(exit.exit_code)),
+                    None => Err(format!("chromium's DevTools connection failed: {error}; it said:\n{}", output())),
+                }
             }
-        }
-        let output = || {
-            let text = job.output_since(0).text;
-            let tail: Vec<&str> = text.lines().rev().take(12).collect();
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        };
-        if let Some(exit) = job.exit() {
-            return Err(format!(
-                "chromium exited (code {}) before it was ready; it said:\n{}",
-                exit.exit_code,
-                output()
-            ));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(format!(
-                "chromium did not open its DevTools port within {} s; it said:\n{}",
+            Err(_) => Err(format!(
+                "chromium did not answer on its DevTools pipe within {} s; it said:\n{}",
                 START_DEADLINE.as_secs(),
                 output()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+            )),
+        },
+        () = job.finished() => Err(exited(job.exit().map_or(-1, |exit| exit.exit_code))),
     }
 }
 

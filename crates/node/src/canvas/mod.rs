@@ -4,7 +4,8 @@
 //! | --- | --- |
 //! | [`a2ui`] | the A2UI renderer: where its bundle is, its host page, the JSONL's limits, the scripts that drive it |
 //! | [`above`] | `alwaysOnTop`: the EWMH request to the window manager for the canvas window |
-//! | [`browser`] | the one Chromium process tree (under a `clawmcp_process` reaper), its private profile, the DevTools connection (chromiumoxide, loopback) |
+//! | [`browser`] | the one Chromium process tree (under a `clawmcp_process` reaper), its private profile, the DevTools connection (chromiumoxide) |
+//! | [`devtools_pipe`] | Chromium's DevTools pipe (no port), relayed to chromiumoxide's WebSocket on a one-connection loopback listener with a secret path |
 //! | this file | the commands: upstream's arguments, clamps, results and errors; the browser's lifetime |
 //!
 //! The canvas is Chromium of the requested size: an app-mode window at `x`/`y` titled as asked when
@@ -23,6 +24,7 @@
 mod a2ui;
 mod above;
 mod browser;
+mod devtools_pipe;
 
 use std::ffi::OsString;
 use std::future::Future;

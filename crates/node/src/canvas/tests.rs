@@ -3,8 +3,9 @@
 //! decoded pixels compared exactly; a loopback page's nonce title read back through eval; eval's
 //! exceptions and time bound; non-http(s) URLs refused; the browser's whole process tree (found in
 //! /proc) gone after hide, shutdown and drop, with its profile; the switch and the missing
-//! program; and a page that knows the endpoints cannot drive the browser over DevTools nor call
-//! the node's real MCP listener, even with its token; under a private Xvfb, an app-mode window of
+//! program; DevTools on the node's pipe, no process of the browser's tree listening on any port;
+//! a page that knows the endpoint cannot call the node's real MCP listener, even with its token;
+//! under a private Xvfb, an app-mode window of
 //! the asked geometry and title (xwininfo, and the X screen's own pixels). Every browser is the
 //! test's own and at most two run at once.
 
@@ -138,7 +139,7 @@ async fn running(canvas: &CanvasCapability) -> (u32, BTreeSet<(u32, u64)>, std::
     let processes = tree(pid);
     assert!(processes.len() >= 2, "chromium runs as a main process and its children: {processes:?}");
     let profile = profile.expect("a profile");
-    assert!(profile.join("DevToolsActivePort").is_file(), "the profile is the browser's");
+    assert!(profile.join("Local State").is_file() || profile.join("Default").is_dir(), "the profile is the browser's");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&profile).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "the profile is private");
@@ -523,26 +524,63 @@ async fn without_chromium_the_canvas_is_not_listed_and_says_which_package_to_ins
     assert!(refused.message.contains("apt install chromium"), "{}", refused.message);
 }
 
+/// The inodes of the TCP sockets in LISTEN state (`/proc/net/tcp` and `tcp6`).
+fn listening_socket_inodes() -> BTreeSet<String> {
+    let mut inodes = BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table).unwrap_or_default().lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // sl, local_address, rem_address, st (0A = LISTEN), ..., inode (the tenth field)
+            if fields.get(3) == Some(&"0A")
+                && let Some(inode) = fields.get(9)
+            {
+                inodes.insert((*inode).to_owned());
+            }
+        }
+    }
+    inodes
+}
+
+/// What `pid`'s descriptors point at (`socket:[123]`, `pipe:[456]`, a path), by number.
+fn descriptors(pid: u32) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return vec![] };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let number = entry.file_name().to_str()?.parse().ok()?;
+            Some((number, std::fs::read_link(entry.path()).ok()?.display().to_string()))
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_in_the_canvas_cannot_drive_the_browser_over_devtools() {
+async fn the_browser_listens_on_no_port_so_no_other_process_can_drive_it() {
     let _slot = BROWSERS.acquire().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let canvas = canvas(dir.path(), Duration::ZERO);
     ok(&canvas, "canvas.present", json!({"html": "<p>page</p>"})).await;
-    let (_, _, profile) = running(&canvas).await;
-    let active = std::fs::read_to_string(profile.join("DevToolsActivePort")).unwrap();
-    let mut lines = active.lines();
-    let endpoint = format!("ws://127.0.0.1:{}{}", lines.next().unwrap(), lines.next().unwrap());
-    // The page knows the endpoint (the worst case): Chromium still refuses its WebSocket, whose
-    // Origin is a web page's, while the node's own connection (no Origin) works.
-    let script = format!(
-        "new Promise(done => {{ const ws = new WebSocket({}); ws.onopen = () => done('open'); \
-         ws.onerror = () => done('refused'); setTimeout(() => done('no answer'), 3000); }})",
-        Value::from(endpoint.as_str())
-    );
-    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": script})).await, json!({"result": "refused"}));
+    let (pid, processes, profile) = running(&canvas).await;
+    // DevTools runs on the pipe the node gave it: descriptors 3 and 4 of the main process.
+    let main = descriptors(pid);
+    for number in [3, 4] {
+        let target = main.iter().find(|(at, _)| *at == number).map(|(_, target)| target.as_str());
+        assert!(target.is_some_and(|target| target.starts_with("pipe:")), "fd {number} is {target:?}");
+    }
+    assert!(!profile.join("DevToolsActivePort").exists(), "chromium opened no DevTools port");
+    // No process of the tree holds a listening TCP socket: nothing on this machine (another local
+    // user included) can connect to the browser. (A page can still open its own connections.)
+    let listening = listening_socket_inodes();
+    for &(process, _) in &processes {
+        for (number, target) in descriptors(process) {
+            let inode = target.strip_prefix("socket:[").and_then(|rest| rest.strip_suffix(']'));
+            assert!(
+                !inode.is_some_and(|inode| listening.contains(inode)),
+                "chromium process {process} listens on fd {number} ({target})"
+            );
+        }
+    }
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
-    assert!(caps["browserVersion"].as_str().unwrap().starts_with("Chrome/"), "the node still drives it");
+    assert!(caps["browserVersion"].as_str().unwrap().starts_with("Chrome/"), "the node drives it over the pipe");
     canvas.shutdown().await;
 }
 

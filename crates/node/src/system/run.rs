@@ -138,8 +138,12 @@ pub async fn invoke(
 
     // Launch exactly what was judged: the resolved executable, and the variables of an
     // unwrapped `env NAME=VALUE` wrapper.
-    let launch =
-        Launch { argv: &authorization.argv, cwd: run.request.cwd.as_deref(), env_overrides: &authorization.env };
+    let launch = Launch {
+        argv: &authorization.argv,
+        cwd: run.request.cwd.as_deref(),
+        env_overrides: &authorization.env,
+        passed_fds: &[],
+    };
     match process::run_contained(launch, containment.as_ref(), run.timeout(), cancel).await {
         Ok(outcome) => {
             let note = containment.as_ref().and_then(|containment| sandbox_note(containment, &sandbox, &outcome));

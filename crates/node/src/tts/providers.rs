@@ -283,7 +283,7 @@ async fn run_engine(
     cancel: &CancellationToken,
 ) -> Result<String, SpeakError> {
     let program = argv[0].clone();
-    let launch = Launch { argv: &argv, cwd: None, env_overrides: env };
+    let launch = Launch { argv: &argv, cwd: None, env_overrides: env, passed_fds: &[] };
     let outcome = match clawmcp_process::run(launch, timeout, cancel).await {
         Ok(outcome) => outcome,
         Err(ProcessError::Cancelled) => return Err(SpeakError::Cancelled),

@@ -42,7 +42,7 @@ fn require_full_support() -> &'static KernelSupport {
 
 async fn run_in(containment: &Containment, cwd: Option<&Path>, script: &str, timeout: Duration) -> ProcessOutcome {
     let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
-    let launch = Launch { argv: &argv, cwd, env_overrides: &[] };
+    let launch = Launch { argv: &argv, cwd, env_overrides: &[], passed_fds: &[] };
     run_contained(launch, Some(containment), timeout, &CancellationToken::new()).await.expect("runs")
 }
 
@@ -111,6 +111,7 @@ async fn no_new_privileges_is_set_in_the_program() {
             argv: &["sh".into(), "-c".into(), "grep NoNewPrivs /proc/self/status".into()],
             cwd: None,
             env_overrides: &[],
+            passed_fds: &[],
         },
         Duration::from_secs(30),
         &CancellationToken::new(),
@@ -161,7 +162,7 @@ async fn a_step_that_fails_in_the_program_is_an_error_naming_it_and_nothing_runs
     containment.plan.landlock_ruleset = Some(not_a_ruleset.as_raw_fd());
     let marker = root.path().join("ran");
     let argv = ["sh".to_string(), "-c".to_string(), format!("touch '{}'", marker.display())];
-    let launch = Launch { argv: &argv, cwd: None, env_overrides: &[] };
+    let launch = Launch { argv: &argv, cwd: None, env_overrides: &[], passed_fds: &[] };
     let error = run_contained(launch, Some(&containment), Duration::from_secs(30), &CancellationToken::new())
         .await
         .unwrap_err();
@@ -282,7 +283,7 @@ async fn with_the_reapers_process_limit_the_program_runs_below_its_reaper() {
     // The program's nice value, then its parent's (the reaper's: field 19 of its stat line).
     let priorities = "echo $(nice) $(cut -d' ' -f19 /proc/$PPID/stat)";
     let own = crate::run(
-        Launch { argv: &["nice".into()], cwd: None, env_overrides: &[] },
+        Launch { argv: &["nice".into()], cwd: None, env_overrides: &[], passed_fds: &[] },
         Duration::from_secs(30),
         &CancellationToken::new(),
     )
