@@ -39,8 +39,11 @@ use clawmcp_gateway::{
     GatewayClient, GatewayError, GatewayEvent, StatusWatch, TlsFingerprint, UpgradeHeader,
 };
 use clawmcp_mcp::ToolFilter;
+use clawmcp_mcp::tool::NodeEvent;
 use clawmcp_node::Registry;
 use clawmcp_node::capability::{Command, category_of};
+use clawmcp_node::events::EventRoute;
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -86,6 +89,8 @@ pub struct NodeLinkConfig {
 pub struct NodeLink {
     shared: Arc<Shared>,
     task: Option<JoinHandle<()>>,
+    /// This link as the registry's route for node events (A2UI actions), while it lives.
+    route: Arc<dyn EventRoute>,
 }
 
 struct Shared {
@@ -137,7 +142,9 @@ impl NodeLink {
             shutdown: CancellationToken::new(),
         });
         let task = tokio::spawn(drive(shared.clone(), events, link));
-        NodeLink { shared, task: Some(task) }
+        let route: Arc<dyn EventRoute> = Arc::new(LinkRoute(Arc::downgrade(&shared)));
+        shared.registry.events().route_through(route.clone());
+        NodeLink { shared, task: Some(task), route }
     }
 
     /// The state now.
@@ -177,6 +184,7 @@ impl NodeLink {
     /// Cancels running invocations, gives them [`CLOSE_GRACE`] to send their answers, then
     /// closes the socket.
     pub async fn close(mut self) {
+        self.shared.registry.events().unroute(&self.route);
         self.shared.shutdown.cancel();
         let all = u32::try_from(self.shared.max_slots).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(CLOSE_GRACE, self.shared.slots.acquire_many(all)).await;
@@ -189,7 +197,30 @@ impl NodeLink {
 
 impl Drop for NodeLink {
     fn drop(&mut self) {
+        self.shared.registry.events().unroute(&self.route);
         self.shared.shutdown.cancel();
+    }
+}
+
+/// Node events of the registry's capabilities (an A2UI action's `agent.request`), sent on this
+/// link as `node.event` while it is connected.
+struct LinkRoute(std::sync::Weak<Shared>);
+
+impl EventRoute for LinkRoute {
+    fn send(&self, event: NodeEvent) -> BoxFuture<'static, Result<(), String>> {
+        let shared = self.0.upgrade();
+        Box::pin(async move {
+            let shared = shared.ok_or("the gateway link has closed")?;
+            if shared.status.borrow().state != ConnectionState::Connected {
+                return Err("the gateway is not connected right now (the node is reconnecting)".to_owned());
+            }
+            let params = json!({"event": event.event, "payloadJSON": event.payload.to_string()});
+            shared.client.request("node.event", params).await.map(drop).map_err(|error| error.to_string())
+        })
+    }
+
+    fn node_id(&self) -> String {
+        self.0.upgrade().map(|shared| shared.node_id.clone()).unwrap_or_default()
     }
 }
 

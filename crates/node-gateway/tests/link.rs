@@ -429,3 +429,30 @@ async fn a_spent_setup_code_stops_the_link_and_the_status_says_so() {
         link.close().await;
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_capabilitys_own_event_goes_out_as_node_event_while_the_link_lives() {
+    use clawmcp_mcp::tool::NodeEvent;
+    let node = node().await;
+    until_status(&node.link, |status| status.state == ConnectionState::Connected).await;
+    let events = node.registry.events().clone();
+    assert_eq!(events.node_id(), Some(node.link.status().node_id.clone()), "the link's node id names the instance");
+    let event = NodeEvent { event: "agent.request", payload: json!({"message": "CANVAS_A2UI action=go", "key": "a1"}) };
+    events.send(event).await.unwrap();
+    let sent = node
+        .fake
+        .requests("node.event")
+        .into_iter()
+        .find(|params| params["event"] == "agent.request")
+        .expect("the event reached the gateway");
+    let payload: Value = serde_json::from_str(sent["payloadJSON"].as_str().unwrap()).unwrap();
+    assert_eq!(payload, json!({"message": "CANVAS_A2UI action=go", "key": "a1"}));
+
+    // The gateway's refusal is the sender's answer; once the link is closed, events are refused.
+    node.fake.on("node.event", |_| Reply::Error(gateway_error("INVALID_REQUEST", "no such session", None)));
+    let refused = events.send(NodeEvent { event: "agent.request", payload: json!({}) }).await.unwrap_err();
+    assert!(refused.contains("no such session"), "{refused}");
+    node.link.close().await;
+    let closed = events.send(NodeEvent { event: "agent.request", payload: json!({}) }).await.unwrap_err();
+    assert_eq!(closed, clawmcp_node::events::NOT_JOINED);
+}

@@ -13,6 +13,7 @@
 //! - [`camera`]: `camera.list`, `camera.snap`, `camera.clip` (V4L2 through ffmpeg).
 //! - [`clipboard`]: `clipboard.read`, `clipboard.write` (X11 selections).
 //! - [`canvas`]: `canvas.present/hide/navigate/eval/snapshot/caps` (Chromium over the DevTools protocol).
+//! - [`events`]: node events a capability sends the gateway outside a call (A2UI actions), through the link.
 //! - [`stt`]: `stt.transcribe`, `stt.listen`, `stt.status` (Whisper through CTranslate2, feature `whisper`; models from
 //!   `clawmcp models install`).
 //! - [`files`]: `file.stat`, `file.fetch`, `file.create`, `file.write`, `dir.list`, `dir.fetch`, `fs.listDir`
@@ -29,6 +30,7 @@ pub mod clipboard;
 mod command_text;
 mod dbus;
 pub mod device;
+pub mod events;
 pub mod files;
 mod imaging;
 pub mod location;

@@ -19,10 +19,11 @@ use serde_json::{Map, Value, json};
 
 use crate::approvals::ExecApprovals;
 use crate::camera::CameraCapability;
-use crate::canvas::CanvasCapability;
+use crate::canvas::{CanvasCapability, CanvasOptions};
 use crate::capability::{Caller, Capability, Command, InvokeRequest, category_of};
 use crate::clipboard::ClipboardCapability;
 use crate::device::DeviceCapability;
+use crate::events::NodeEvents;
 use crate::files::channel::{self, FileChannels};
 use crate::files::{FilePolicy, FilesCapability};
 use crate::location::LocationCapability;
@@ -43,6 +44,8 @@ pub struct Registry {
     file_channels: Option<Arc<FileChannels>>,
     /// The canvas, whose browser [`Registry::shutdown`] stops (set by [`Registry::builtin`]).
     canvas: Option<CanvasCapability>,
+    /// Node events the capabilities send outside a call; the gateway link routes them.
+    events: Arc<NodeEvents>,
 }
 
 impl Registry {
@@ -62,7 +65,8 @@ impl Registry {
         registry.register(&LocationCapability::new(settings.clone()));
         registry.register(&TtsCapability::new(settings.clone()));
         registry.register(&SttCapability::new(settings.clone()));
-        let canvas = CanvasCapability::new(settings.clone());
+        let options = CanvasOptions { events: registry.events.clone(), ..CanvasOptions::default() };
+        let canvas = CanvasCapability::with_options(settings.clone(), options);
         registry.register(&canvas);
         registry.canvas = Some(canvas);
         let file_policy = FilePolicy::new(settings);
@@ -79,6 +83,11 @@ impl Registry {
         if let Some(canvas) = &self.canvas {
             canvas.shutdown().await;
         }
+    }
+
+    /// Where node events go: the gateway link routes them while it is joined.
+    pub fn events(&self) -> &Arc<NodeEvents> {
+        &self.events
     }
 
     /// The file channel's table (see [`crate::files::channel`]), when the file commands are

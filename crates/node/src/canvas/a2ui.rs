@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::availability::MissingBackend;
 
@@ -60,8 +60,11 @@ pub fn find_bundle(candidates: &[PathBuf]) -> Result<PathBuf, MissingBackend> {
     })
 }
 
-/// The host page: the renderer's element and the bundle, inlined.
-pub fn host_page(bundle: &Path) -> Result<String, String> {
+/// The host page: the renderer's element and the bundle, inlined, after the board bridge the
+/// renderer hands a user's action to (`globalThis.openclaw.state.emit`), which passes it to the
+/// node through `binding` and settles once the node says how sending it went (the
+/// `openclaw:a2ui-action-status` event, which the renderer also shows).
+pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
     use std::io::Read;
     let file = std::fs::File::open(bundle).map_err(|error| format!("cannot read {}: {error}", bundle.display()))?;
     let mut script = String::new();
@@ -74,11 +77,103 @@ pub fn host_page(bundle: &Path) -> Result<String, String> {
     // Inside a <script> element the only sequence that ends it early is "</script"; in a
     // JavaScript string, regex or comment "<\/script" means the same.
     let script = script.replace("</script", "<\\/script");
+    let binding = Value::from(binding);
+    let bridge = format!(
+        "(() => {{ const send = globalThis[{binding}]; \
+           globalThis.openclaw = {{ state: {{ emit(event) {{ \
+             const id = event?.action?.id; \
+             if (typeof id !== 'string' || typeof send !== 'function') \
+               return Promise.reject(new Error('the node has no action bridge here')); \
+             return new Promise((resolve, reject) => {{ \
+               const settle = (status) => {{ const detail = status?.detail; if (!detail || detail.id !== id) return; \
+                 globalThis.removeEventListener('{ACTION_STATUS}', settle); \
+                 detail.ok ? resolve() : reject(new Error(detail.error || 'send failed')); }}; \
+               globalThis.addEventListener('{ACTION_STATUS}', settle); \
+               send(JSON.stringify(event)); }}); }} }} }}; }})();"
+    );
     Ok(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Canvas</title></head>\
          <body style=\"margin:0\"><openclaw-a2ui-host></openclaw-a2ui-host>\
-         <script type=\"module\">{script}</script></body></html>"
+         <script>{bridge}</script><script type=\"module\">{script}</script></body></html>"
     ))
+}
+
+/// The event the page hears how sending an action went (`{id, ok, error}`), as upstream's nodes
+/// dispatch it; the renderer shows a failure as a toast.
+pub const ACTION_STATUS: &str = "openclaw:a2ui-action-status";
+
+/// The script that tells the page how sending action `id` went.
+pub fn action_status_script(id: &str, outcome: &Result<(), String>) -> String {
+    let detail = match outcome {
+        Ok(()) => json!({"id": id, "ok": true, "error": ""}),
+        Err(error) => json!({"id": id, "ok": false, "error": error}),
+    };
+    format!("window.dispatchEvent(new CustomEvent('{ACTION_STATUS}', {{ detail: {detail} }})); true")
+}
+
+/// A user's action as the renderer emits it (`{eventType: "a2ui.action", action: {id, name,
+/// surfaceId, sourceComponentId, context}}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    pub id: String,
+    pub name: String,
+    pub surface: String,
+    pub component: String,
+    /// The action's resolved context (an object), if it has one.
+    pub context: Option<Value>,
+}
+
+impl Action {
+    /// The action in `payload` (what the page passed the binding), or why it is not one.
+    pub fn parse(payload: &str) -> Result<Action, String> {
+        let event: Value = serde_json::from_str(payload).map_err(|error| format!("not JSON: {error}"))?;
+        if event.get("eventType").and_then(Value::as_str) != Some("a2ui.action") {
+            return Err("not an a2ui.action event".into());
+        }
+        let action = event.get("action").filter(|action| action.is_object()).ok_or("no action object")?;
+        let text = |key: &str| {
+            action.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty()).map(str::to_owned)
+        };
+        Ok(Action {
+            id: text("id").ok_or("the action has no id")?,
+            name: text("name").or_else(|| text("action")).ok_or("the action has no name")?,
+            surface: text("surfaceId").unwrap_or_else(|| "main".into()),
+            component: text("sourceComponentId").unwrap_or_else(|| "-".into()),
+            context: action.get("context").filter(|context| context.is_object()).cloned(),
+        })
+    }
+
+    /// The message the gateway's agent gets, upstream's one-line shape:
+    /// `CANVAS_A2UI action=<name> session=<key> surface=<id> component=<id> host=<host>
+    /// instance=<node> default=update_canvas ctx=<json>`. Every tag is sanitised (ASCII letters,
+    /// digits and `_-.:`; anything else `_`), and the context, the only part a surface's author
+    /// controls, comes last, after the `default=` sentinel, so it cannot add a tag of its own.
+    pub fn agent_message(&self, session: &str, host: &str, instance: &str) -> String {
+        let mut message = format!(
+            "CANVAS_A2UI action={} session={} surface={} component={} host={} instance={} default=update_canvas",
+            tag(&self.name),
+            tag(session),
+            tag(&self.surface),
+            tag(&self.component),
+            tag(host),
+            tag(instance)
+        );
+        if let Some(context) = &self.context {
+            message.push_str(" ctx=");
+            message.push_str(&context.to_string());
+        }
+        message
+    }
+}
+
+/// A tag value as upstream sanitises it: spaces become `_`, anything but ASCII letters, digits
+/// and `_-.:` becomes `_`; an empty value is `-`.
+fn tag(value: &str) -> String {
+    let value = value.trim();
+    if value.is_empty() {
+        return "-".into();
+    }
+    value.chars().map(|c| if c.is_ascii_alphanumeric() || "_-.:".contains(c) { c } else { '_' }).collect()
 }
 
 /// The messages of `jsonl`: one JSON object a non-blank line, within upstream's limits.
@@ -164,4 +259,49 @@ pub fn dump_script() -> String {
            components: Array.from(surface.components?.values?.() ?? []).map(plain), \
            dataModel: plain(surface.dataModel), styles: plain(surface.styles) }})) }}; }})()"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_becomes_upstreams_one_line_message_with_its_context_last() {
+        let payload = json!({"eventType": "a2ui.action", "action": {"id": "a1", "name": "Get Weather",
+            "surfaceId": "main", "sourceComponentId": "btnWeather", "context": {"city": "Vienna"}}});
+        let action = Action::parse(&payload.to_string()).unwrap();
+        assert_eq!(
+            action.agent_message("main", "Peter’s iPad", "ipad16,6"),
+            "CANVAS_A2UI action=Get_Weather session=main surface=main component=btnWeather host=Peter_s_iPad \
+             instance=ipad16_6 default=update_canvas ctx={\"city\":\"Vienna\"}"
+        );
+        // Without a context, surface or component: upstream's defaults.
+        let bare =
+            Action::parse(&json!({"eventType": "a2ui.action", "action": {"id": "a2", "name": " go "}}).to_string());
+        assert_eq!(
+            bare.unwrap().agent_message("main", "", "n"),
+            "CANVAS_A2UI action=go session=main surface=main component=- host=- instance=n default=update_canvas"
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_action_is_refused_with_the_reason() {
+        for (payload, why) in [
+            ("not json", "not JSON"),
+            (r#"{"eventType":"other","action":{"id":"a","name":"n"}}"#, "not an a2ui.action"),
+            (r#"{"eventType":"a2ui.action"}"#, "no action object"),
+            (r#"{"eventType":"a2ui.action","action":{"name":"n"}}"#, "no id"),
+            (r#"{"eventType":"a2ui.action","action":{"id":"a","name":"  "}}"#, "no name"),
+        ] {
+            let error = Action::parse(payload).unwrap_err();
+            assert!(error.contains(why), "{payload}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_status_script_carries_the_outcome_as_json() {
+        let script = action_status_script("a'1", &Err("no \"gateway\"".into()));
+        assert!(script.contains(r#"{ detail: {"id":"a'1","ok":false,"error":"no \"gateway\""} }"#), "{script}");
+        assert!(script.starts_with("window.dispatchEvent(new CustomEvent('openclaw:a2ui-action-status'"));
+    }
 }

@@ -18,7 +18,9 @@ use base64::engine::general_purpose::STANDARD;
 use chromiumoxide::cdp::browser_protocol::browser::{Bounds, GetWindowForTargetParams, SetWindowBoundsParams};
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::page::{CaptureScreenshotFormat, CaptureScreenshotParams};
-use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams, TimeDelta};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    AddBindingParams, EvaluateParams, EventBindingCalled, ExecutionContextId, TerminateExecutionParams, TimeDelta,
+};
 use chromiumoxide::handler::HandlerConfig;
 use clawmcp_process::{Job, JobOptions, Launch, PassedFd};
 use futures_util::StreamExt;
@@ -36,6 +38,19 @@ pub const LOAD_DEADLINE: Duration = Duration::from_secs(30);
 const COMMAND_DEADLINE: Duration = Duration::from_secs(15);
 /// What is kept of Chromium's own output, for the error when it fails to start.
 const OUTPUT_LIMIT: usize = 16 * 1024;
+/// The longest A2UI action a page may hand the node (the gateway takes a message of at most 20,000
+/// characters); a longer call is dropped.
+pub const MAX_ACTION_BYTES: usize = 64 * 1024;
+/// Action calls waiting for the node; a page that calls faster loses calls, never memory.
+const ACTIONS_QUEUED: usize = 16;
+
+/// A call of the page to the A2UI action binding: what it passed, and the execution context (the
+/// document) it came from, which the node checks against the renderer's own before trusting it.
+#[derive(Debug)]
+pub struct ActionCall {
+    pub payload: String,
+    pub context: ExecutionContextId,
+}
 
 /// Where and how large the canvas is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +83,10 @@ pub struct Browser {
     cdp: chromiumoxide::Browser,
     handler: tokio::task::JoinHandle<()>,
     page: chromiumoxide::Page,
+    /// The A2UI action binding's name (random per browser) and its calls, until taken.
+    action_binding: String,
+    action_calls: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<ActionCall>>>,
+    action_listener: tokio::task::JoinHandle<()>,
 }
 
 /// How an evaluation ended.
@@ -152,17 +171,48 @@ impl Browser {
         });
         let ready = async {
             wait_until_ready(&cdp, &job).await?;
-            first_page(&cdp, window).await
+            let page = first_page(&cdp, window).await?;
+            let actions = bind_actions(&page).await?;
+            Ok::<_, String>((page, actions))
         };
-        let page = match ready.await {
-            Ok(page) => page,
+        let (page, (action_binding, action_calls, action_listener)) = match ready.await {
+            Ok(ready) => ready,
             Err(error) => {
                 handler.abort();
                 job.kill().await;
                 return Err(error);
             }
         };
-        Ok(Browser { window: window.clone(), job: Some(job), pid, profile: Some(profile), bridge, cdp, handler, page })
+        Ok(Browser {
+            window: window.clone(),
+            job: Some(job),
+            pid,
+            profile: Some(profile),
+            bridge,
+            cdp,
+            handler,
+            page,
+            action_binding,
+            action_calls: std::sync::Mutex::new(Some(action_calls)),
+            action_listener,
+        })
+    }
+
+    /// The name of the function through which the A2UI renderer's page hands the node a user's
+    /// action (a CDP binding: every document of the page has it, so the node trusts a call only
+    /// from the renderer's own document, [`Browser::main_context`] when it was loaded).
+    pub fn action_binding(&self) -> &str {
+        &self.action_binding
+    }
+
+    /// The calls of [`Browser::action_binding`], for whoever takes them first.
+    pub fn take_action_calls(&self) -> Option<tokio::sync::mpsc::Receiver<ActionCall>> {
+        self.action_calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+
+    /// The execution context of the page's current document (its main world).
+    pub async fn main_context(&self) -> Option<ExecutionContextId> {
+        tokio::time::timeout(COMMAND_DEADLINE, self.page.execution_context()).await.ok()?.ok()?
     }
 
     /// Where it shows.
@@ -287,6 +337,7 @@ impl Browser {
     /// removes the profile.
     pub async fn stop(mut self) {
         self.handler.abort();
+        self.action_listener.abort();
         if let Some(job) = self.job.take() {
             job.kill().await;
         }
@@ -312,6 +363,7 @@ impl Drop for Browser {
     /// async threads).
     fn drop(&mut self) {
         self.handler.abort();
+        self.action_listener.abort();
         let Some(job) = self.job.take() else { return };
         drop(job);
         if let Some(profile) = self.profile.take() {
@@ -470,6 +522,39 @@ async fn wait_until_ready(cdp: &chromiumoxide::Browser, job: &Job) -> Result<(),
         },
         () = job.finished() => Err(exited(job.exit().map_or(-1, |exit| exit.exit_code))),
     }
+}
+
+/// Adds the A2UI action binding to `page` (a random name, so a page cannot count on it) and
+/// forwards its calls, at most [`MAX_ACTION_BYTES`] each, to a bounded queue.
+async fn bind_actions(
+    page: &chromiumoxide::Page,
+) -> Result<(String, tokio::sync::mpsc::Receiver<ActionCall>, tokio::task::JoinHandle<()>), String> {
+    let mut secret = [0u8; 16];
+    getrandom::fill(&mut secret).map_err(|error| format!("no randomness for the action binding: {error}"))?;
+    let name = format!("__clawmcpA2UIAction_{}", secret.iter().map(|byte| format!("{byte:02x}")).collect::<String>());
+    let cannot = |error: String| format!("cannot set up the A2UI action binding: {error}");
+    let mut calls = tokio::time::timeout(COMMAND_DEADLINE, page.event_listener::<EventBindingCalled>())
+        .await
+        .map_err(|_| cannot("no answer in time".into()))?
+        .map_err(|error| cannot(error.to_string()))?;
+    tokio::time::timeout(COMMAND_DEADLINE, page.execute(AddBindingParams::new(name.clone())))
+        .await
+        .map_err(|_| cannot("no answer in time".into()))?
+        .map_err(|error| cannot(error.to_string()))?;
+    let (queue, taken) = tokio::sync::mpsc::channel(ACTIONS_QUEUED);
+    let wanted = name.clone();
+    let listener = tokio::spawn(async move {
+        while let Some(call) = calls.next().await {
+            if call.name != wanted || call.payload.len() > MAX_ACTION_BYTES {
+                continue;
+            }
+            let call = ActionCall { payload: call.payload.clone(), context: call.execution_context_id };
+            if queue.try_send(call).is_err() {
+                tracing::warn!("A2UI actions come faster than the node forwards them; one was dropped");
+            }
+        }
+    });
+    Ok((name, taken, listener))
 }
 
 /// The canvas's page: headless, a new one (the browser's first, about:blank, stays unused); in

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use clawmcp_mcp::tool::NodeEvent;
 use clawmcp_mcp::tool::codes::TIMEOUT;
 use clawmcp_mcp::{CallContext, Content, ToolAnnotations, ToolFailure, ToolOutcome, ToolOutput};
 use serde_json::{Map, Value, json};
@@ -41,11 +42,13 @@ use serde_json::{Map, Value, json};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::args::whole_number;
 use crate::capability::{Capability, Command, CommandSpec, InvokeResult};
+use crate::events::NodeEvents;
 use crate::imaging;
 use crate::settings::LiveSettings;
 
-use browser::{Browser, Evaluated};
+use browser::{ActionCall, Browser, Evaluated};
 pub use browser::{Geometry, LOAD_DEADLINE, START_DEADLINE, Window};
+use chromiumoxide::cdp::js_protocol::runtime::ExecutionContextId;
 
 /// How long the browser is kept after `canvas.hide`, so a `present` soon after is instant.
 pub const IDLE_AFTER_HIDE: Duration = Duration::from_secs(60);
@@ -85,6 +88,8 @@ pub struct CanvasOptions {
     pub screen: Screen,
     /// Where the A2UI renderer may be, first found wins ([`a2ui::bundle_candidates`]).
     pub a2ui: Vec<PathBuf>,
+    /// Where a user's A2UI actions go (the gateway link, when the node has joined one).
+    pub events: Arc<NodeEvents>,
 }
 
 /// Where the canvas shows, decided when its browser starts.
@@ -132,6 +137,7 @@ impl Default for CanvasOptions {
             path: None,
             screen: Screen::Env,
             a2ui: a2ui::bundle_candidates(),
+            events: NodeEvents::new(),
         }
     }
 }
@@ -158,6 +164,8 @@ struct State {
     generation: u64,
     /// The page shown is the A2UI renderer's.
     a2ui: bool,
+    /// The renderer's document (its execution context): the only one whose actions are trusted.
+    a2ui_context: Option<ExecutionContextId>,
 }
 
 impl CanvasCapability {
@@ -260,7 +268,11 @@ where
 
 impl Canvas {
     /// The running browser, started if there is none or it died.
-    async fn browser<'a>(&self, state: &'a mut State, geometry: &Geometry) -> Result<&'a Browser, ToolFailure> {
+    async fn browser<'a>(
+        self: &Arc<Self>,
+        state: &'a mut State,
+        geometry: &Geometry,
+    ) -> Result<&'a Browser, ToolFailure> {
         if let Some(browser) = state.browser.take_if(|browser| !browser.alive()) {
             tracing::warn!(pid = browser.pid(), "the canvas browser died; starting a new one");
             browser.stop().await;
@@ -276,6 +288,10 @@ impl Canvas {
                     .with_code("CANVAS_NOT_AVAILABLE")
             })?;
             tracing::info!(ms = started.elapsed().as_millis() as u64, ?window, "canvas browser ready");
+            if let Some(calls) = browser.take_action_calls() {
+                // Ends when the browser stops (its listener, the queue's sender, is aborted).
+                tokio::spawn(forward_actions(Arc::downgrade(self), calls));
+            }
             state.browser = Some(browser);
         }
         Ok(state.browser.as_ref().expect("set above"))
@@ -493,19 +509,22 @@ impl Canvas {
             let bundle = a2ui::find_bundle(&self.options.a2ui).map_err(|missing| {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: {missing}")).with_code("CANVAS_NOT_AVAILABLE")
             })?;
-            let page = tokio::task::spawn_blocking(move || a2ui::host_page(&bundle));
-            let page = page.await.map_err(|error| failed(error.to_string()))?.map_err(failed)?;
-            let url = format!("data:text/html;charset=utf-8;base64,{}", STANDARD.encode(page));
             let geometry = Geometry { width: DEFAULT_WIDTH as u32, height: DEFAULT_HEIGHT as u32, x: None, y: None };
             let shown = state.visible && state.browser.as_ref().is_some_and(Browser::alive);
             let browser = self.browser(&mut state, &geometry).await?;
+            let binding = browser.action_binding().to_owned();
+            let page = tokio::task::spawn_blocking(move || a2ui::host_page(&bundle, &binding));
+            let page = page.await.map_err(|error| failed(error.to_string()))?.map_err(failed)?;
+            let url = format!("data:text/html;charset=utf-8;base64,{}", STANDARD.encode(page));
             // A canvas already shown keeps its size and place; otherwise it opens at the default.
             if !shown {
                 browser.set_geometry(&geometry).await.map_err(failed)?;
             }
             browser.load(&url).await.map_err(|error| failed(format!("the renderer did not load: {error}")))?;
+            let context = browser.main_context().await;
             state.visible = true;
             state.a2ui = true;
+            state.a2ui_context = context;
             state.generation += 1;
         }
         let browser = open(&state)?;
@@ -549,6 +568,70 @@ impl Canvas {
         }
     }
 }
+
+/// The session the gateway's agent gets A2UI actions in, as upstream's nodes send them.
+const ACTION_SESSION: &str = "main";
+
+/// Hands each user action of the renderer's page to the gateway's agent (`agent.request`), then
+/// tells the page how that went. A call from any other document (a page the canvas navigated to
+/// has the binding too) is ignored.
+async fn forward_actions(canvas: Weak<Canvas>, mut calls: tokio::sync::mpsc::Receiver<ActionCall>) {
+    while let Some(call) = calls.recv().await {
+        let Some(canvas) = canvas.upgrade() else { return };
+        canvas.forward_action(call).await;
+    }
+}
+
+impl Canvas {
+    async fn forward_action(&self, call: ActionCall) {
+        {
+            let state = self.state.lock().await;
+            if !(state.a2ui && state.a2ui_context == Some(call.context)) {
+                tracing::warn!("ignored an A2UI action from a document that is not the node's renderer");
+                return;
+            }
+        }
+        let action = match a2ui::Action::parse(&call.payload) {
+            Ok(action) => action,
+            Err(error) => {
+                tracing::warn!(%error, "ignored an A2UI action the renderer's page sent");
+                return;
+            }
+        };
+        let sent = self.send_action(&action).await;
+        match &sent {
+            Ok(()) => tracing::info!(action = %action.name, "A2UI action sent to the gateway's agent"),
+            Err(error) => tracing::warn!(action = %action.name, %error, "A2UI action not sent"),
+        }
+        let state = self.state.lock().await;
+        // Only to the renderer's document, if it is still shown.
+        if let Ok(browser) = open(&state)
+            && state.a2ui
+            && browser.main_context().await == Some(call.context)
+        {
+            let _ = browser.evaluate(&a2ui::action_status_script(&action.id, &sent), Duration::from_secs(5)).await;
+        }
+    }
+
+    async fn send_action(&self, action: &a2ui::Action) -> Result<(), String> {
+        let events = &self.options.events;
+        let instance = events.node_id().ok_or_else(|| crate::events::NOT_JOINED.to_owned())?;
+        let host = sysinfo::System::host_name().unwrap_or_default();
+        let message = action.agent_message(ACTION_SESSION, &host, &instance);
+        if message.chars().count() > MAX_AGENT_MESSAGE_CHARS {
+            return Err(format!(
+                "the action's message is {} characters, more than the {MAX_AGENT_MESSAGE_CHARS} the gateway takes                  (its context is too large)",
+                message.chars().count()
+            ));
+        }
+        let payload = json!({"message": message, "sessionKey": ACTION_SESSION, "thinking": "low",
+                             "deliver": false, "key": action.id});
+        events.send(NodeEvent { event: "agent.request", payload }).await
+    }
+}
+
+/// The longest `agent.request` message the gateway accepts (it drops longer ones unanswered).
+const MAX_AGENT_MESSAGE_CHARS: usize = 20_000;
 
 /// The browser of a presented canvas, or why there is none.
 fn open(state: &State) -> Result<&Browser, ToolFailure> {

@@ -39,7 +39,13 @@ fn switch(dir: &Path, on: bool) {
 /// A headless canvas, switch on, its browser stopped `idle` after a hide.
 fn canvas(dir: &Path, idle: Duration) -> CanvasCapability {
     require("chromium", "chromium");
-    let options = CanvasOptions { idle_after_hide: idle, path: None, screen: Screen::Headless, a2ui: vec![] };
+    let options = CanvasOptions {
+        idle_after_hide: idle,
+        path: None,
+        screen: Screen::Headless,
+        a2ui: vec![],
+        ..CanvasOptions::default()
+    };
     CanvasCapability::with_options(settings(dir, true), options)
 }
 
@@ -448,8 +454,13 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options =
-        CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless, a2ui: a2ui_bundle() };
+    let options = CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        path: None,
+        screen: Screen::Headless,
+        a2ui: a2ui_bundle(),
+        ..CanvasOptions::default()
+    };
     let canvas = CanvasCapability::with_options(settings(dir.path(), false), options);
     let names: Vec<String> = canvas.commands().iter().map(|command| command.name().to_owned()).collect();
     assert_eq!(
@@ -513,6 +524,7 @@ async fn without_chromium_the_canvas_is_not_listed_and_says_which_package_to_ins
         path: Some(empty.path().into()),
         screen: Screen::Headless,
         a2ui: vec![],
+        ..CanvasOptions::default()
     };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     let present = find(&canvas, "canvas.present");
@@ -714,6 +726,7 @@ async fn with_a_display_the_canvas_is_an_app_window_of_the_asked_size_place_and_
         idle_after_hide: Duration::ZERO,
         path: None,
         a2ui: vec![],
+        ..CanvasOptions::default()
     };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
@@ -794,8 +807,13 @@ async fn a2ui_messages_are_rendered_by_openclaws_renderer_dumped_and_reset() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options =
-        CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless, a2ui: a2ui_bundle() };
+    let options = CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        path: None,
+        screen: Screen::Headless,
+        a2ui: a2ui_bundle(),
+        ..CanvasOptions::default()
+    };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     assert!(canvas.commands().iter().all(Command::is_listed), "with the renderer every command is listed");
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
@@ -905,8 +923,13 @@ async fn without_the_a2ui_renderer_its_commands_are_not_listed_and_say_how_to_in
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
     let missing = vec![dir.path().join("none").join("a2ui.bundle.js")];
-    let options =
-        CanvasOptions { idle_after_hide: Duration::ZERO, path: None, screen: Screen::Headless, a2ui: missing };
+    let options = CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        path: None,
+        screen: Screen::Headless,
+        a2ui: missing,
+        ..CanvasOptions::default()
+    };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     assert!(find(&canvas, "canvas.present").is_listed(), "the rest of the canvas works");
     let push = find(&canvas, "canvas.a2ui.push");
@@ -965,6 +988,7 @@ async fn under_a_window_manager_always_on_top_keeps_the_canvas_window_above() {
         idle_after_hide: Duration::ZERO,
         path: None,
         a2ui: vec![],
+        ..CanvasOptions::default()
     };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
@@ -989,5 +1013,131 @@ async fn under_a_window_manager_always_on_top_keeps_the_canvas_window_above() {
     }
     let state = wm_state(&display, &title).await;
     assert!(!state.contains("_NET_WM_STATE_ABOVE") && state.contains("_NET_WM_STATE"), "{state}");
+    canvas.shutdown().await;
+}
+
+/// Clicks the renderer's first `<button>`, found through its shadow roots: `true` once clicked.
+const CLICK_BUTTON: &str = "(() => { const find = (root) => { for (const el of root.querySelectorAll('*')) { \
+    if (el.tagName === 'BUTTON') return el; if (el.shadowRoot) { const found = find(el.shadowRoot); \
+    if (found) return found; } } return null; }; const button = find(document); \
+    if (!button) return false; button.click(); return true; })()";
+
+/// The renderer's pending action as it shows it: `{id, name, phase, error}`.
+const PENDING_ACTION: &str = "(() => { const action = document.querySelector('openclaw-a2ui-host')?.pendingAction; \
+    return action ? { id: action.id, name: action.name, phase: action.phase, error: action.error ?? null } : null; })()";
+
+/// Pushes a surface whose one button's action is `Get Weather` with `{city: Vienna}`.
+async fn push_weather_button(canvas: &CanvasCapability) {
+    let jsonl = [
+        json!({"surfaceUpdate": {"surfaceId": "main", "components": [
+            {"id": "btnWeather", "component": {"Button": {"child": "label", "action": {"name": "Get Weather",
+                "context": [{"key": "city", "value": {"literalString": "Vienna"}}]}}}},
+            {"id": "label", "component": {"Text": {"text": {"literalString": "Weather"}}}}
+        ]}}),
+        json!({"beginRendering": {"surfaceId": "main", "root": "btnWeather"}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    ok(canvas, "canvas.a2ui.push", json!({"jsonl": jsonl})).await;
+}
+
+/// Clicks the button (once the renderer shows it) and waits until the page's pending action
+/// reaches a settled phase (`sent` or `error`).
+async fn click_and_settle(canvas: &CanvasCapability) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ok(canvas, "canvas.eval", json!({"script": CLICK_BUTTON})).await["result"] != json!(true) {
+        assert!(Instant::now() < deadline, "the renderer shows no button");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    loop {
+        let pending = ok(canvas, "canvas.eval", json!({"script": PENDING_ACTION})).await["result"].clone();
+        if pending["phase"] == "sent" || pending["phase"] == "error" {
+            return pending;
+        }
+        assert!(Instant::now() < deadline, "the action never settled: {pending}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_in_an_a2ui_surface_reaches_the_gateways_agent_and_only_from_the_renderer() {
+    use crate::events::EventRoute;
+    use crate::events::tests::Recorder;
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let events = NodeEvents::new();
+    let options = CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        screen: Screen::Headless,
+        a2ui: a2ui_bundle(),
+        events: events.clone(),
+        ..CanvasOptions::default()
+    };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+
+    // Not joined to a gateway: the page is told why, and shows it.
+    push_weather_button(&canvas).await;
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["phase"], "error", "{pending}");
+    assert!(pending["error"].as_str().unwrap().contains("not connected to a gateway"), "{pending}");
+
+    // Joined: the renderer's own click becomes upstream's agent.request, and the page shows it sent.
+    let gateway = Recorder::new();
+    let route: Arc<dyn EventRoute> = gateway.clone();
+    events.route_through(route.clone());
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["phase"], "sent", "{pending}");
+    let sent = gateway.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].event, "agent.request");
+    let host: String = sysinfo::System::host_name()
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "_-.:".contains(c) { c } else { '_' })
+        .collect();
+    assert_eq!(
+        sent[0].payload,
+        json!({"message": format!("CANVAS_A2UI action=Get_Weather session=main surface=main component=btnWeather \
+                                   host={host} instance=node-1 default=update_canvas ctx={{\"city\":\"Vienna\"}}"),
+               "sessionKey": "main", "thinking": "low", "deliver": false, "key": pending["id"]})
+    );
+
+    // The gateway refuses: the page shows its reason.
+    *gateway.answer.lock().unwrap() = Err("the gateway said no".into());
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!((pending["phase"].as_str(), pending["error"].as_str()), (Some("error"), Some("the gateway said no")));
+    *gateway.answer.lock().unwrap() = Ok(());
+
+    // Every other document has the binding too (CDP adds it to each document of the page): a
+    // frame inside the renderer's page and a page the canvas navigated to. Knowing its name here
+    // (the worst case), their calls are ignored. Forwarding is one queue in order, so had one been
+    // sent it would come before the renderer's next click.
+    let binding = canvas.canvas.state.lock().await.browser.as_ref().unwrap().action_binding().to_owned();
+    let forge =
+        |id: &str| format!("JSON.stringify({{eventType: 'a2ui.action', action: {{id: '{id}', name: 'evil'}}}})");
+    let name = Value::from(binding.as_str());
+    let from_frame = format!(
+        "(() => {{ const frame = document.createElement('iframe'); document.body.appendChild(frame); \
+         frame.contentWindow[{name}]({}); return true; }})()",
+        forge("forged-in-frame")
+    );
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": from_frame})).await, json!({"result": true}));
+    let port = serve_title("elsewhere", 1);
+    ok(&canvas, "canvas.navigate", json!({"url": format!("http://127.0.0.1:{port}/")})).await;
+    let from_page = format!("globalThis[{name}]({}); true", forge("forged-in-page"));
+    assert_eq!(ok(&canvas, "canvas.eval", json!({"script": from_page})).await, json!({"result": true}));
+    push_weather_button(&canvas).await;
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["phase"], "sent", "{pending}");
+    let keys: Vec<Value> = gateway.sent().iter().map(|event| event.payload["key"].clone()).collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(keys[2], pending["id"], "no forged call was sent: {keys:?}");
+
+    // The link closes: refused again.
+    events.unroute(&route);
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["phase"], "error", "{pending}");
     canvas.shutdown().await;
 }
