@@ -40,6 +40,14 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
   search-calls-tool  tool_call {id: mcp:clawmcp:device_info} invokes our node exactly once, the
                    model gets our device.info back through it, the run ends ok with the final
                    text in chat.history (successfulToolNames tool_search, device_info, tool_call)
+  a2ui-action-reaches-agent  canvas.a2ui.push (through `clawmcp call` on our MCP port; the canvas is
+                   on in settings.json, the gateway package's own A2UI renderer copied to our
+                   node's ~/.local/share/clawmcp/a2ui/) shows a button whose action carries a fresh
+                   marker; canvas.eval clicks it in the renderer; the gateway runs an agent turn
+                   whose user message is exactly upstream's line (CANVAS_A2UI action=Get_Weather
+                   session=main surface=main component=btnWeather host=<this host> instance=<our
+                   node id> default=update_canvas ctx={"city":"<marker>"}), and the page shows the
+                   action sent
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -138,6 +147,7 @@ class Suite:
         self.search_marker = ""
         self.search_run = ""
         self.search_invokes_before = 0
+        self.port = 0
 
     # -- plumbing ------------------------------------------------------------------------------
     def check(self, name: str, body: Callable[[], str | None], needs: tuple[str, ...] = ()) -> None:
@@ -241,11 +251,20 @@ class Suite:
         policy = self.data / "exec-approvals.json"
         policy.write_text(ALLOW_ALL)
         policy.chmod(0o600)
+        settings = self.data / "settings.json"
+        settings.write_text('{"NodeCanvasEnabled": true}')
+        settings.chmod(0o600)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
+        self.port = port
         home = self.artifacts / "ours-home"
         home.mkdir(exist_ok=True)
+        # The A2UI renderer the gateway's own package ships, where a user copies it.
+        renderer = home / ".local" / "share" / "clawmcp" / "a2ui"
+        renderer.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(self.gateway.openclaw_pkg) / "dist" / "canvas-host" / "a2ui" / "a2ui.bundle.js",
+                        renderer / "a2ui.bundle.js")
         log = open(self.artifacts / "clawmcp-node.log", "w")  # noqa: SIM115 - lives as long as the node
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "RUST_LOG": "info"}
         self.ours = subprocess.Popen(
@@ -432,6 +451,41 @@ class Suite:
         return (f"invokes {self.search_invokes_before} -> {after}; deviceName {fields['deviceName']!r} back through "
                 f"tool_call; successfulToolNames {tools}; gateway file log tool starts {started}")
 
+    def call_ours(self, tool: str, params: dict[str, Any]) -> Any:
+        """A tool of our node through `clawmcp call` on its MCP port: the printed answer, parsed."""
+        done = subprocess.run([self.bin, "call", tool, "--params", json.dumps(params), "--port", str(self.port),
+                               "--data-dir", str(self.data)], capture_output=True, text=True, timeout=90)
+        expect(done.returncode == 0, f"clawmcp call {tool}: {(done.stdout + done.stderr)[-600:]}")
+        return json.loads(done.stdout)
+
+    def a2ui_action_reaches_agent(self) -> str:
+        marker = f"a2ui-{uuid.uuid4().hex[:8]}"
+        jsonl = "\n".join(json.dumps(message) for message in [
+            {"surfaceUpdate": {"surfaceId": "main", "components": [
+                {"id": "btnWeather", "component": {"Button": {"child": "label", "action": {
+                    "name": "Get Weather", "context": [{"key": "city", "value": {"literalString": marker}}]}}}},
+                {"id": "label", "component": {"Text": {"text": {"literalString": "Weather"}}}}]}},
+            {"beginRendering": {"surfaceId": "main", "root": "btnWeather"}}])
+        pushed = self.call_ours("canvas.a2ui.push", {"jsonl": jsonl})
+        expect(pushed == {"pushed": True}, f"canvas.a2ui.push: {pushed}")
+        click = ("(() => { const find = (root) => { for (const el of root.querySelectorAll('*')) { "
+                 "if (el.tagName === 'BUTTON') return el; if (el.shadowRoot) { const found = find(el.shadowRoot); "
+                 "if (found) return found; } } return null; }; const button = find(document); "
+                 "if (!button) return false; button.click(); return true; })()")
+        wait_for("the renderer's button, clicked", lambda: self.call_ours("canvas.eval", {"script": click}).get("result"), 30)
+        first = wait_for("the agent turn the click started", lambda: self.model.turn_requests(marker), 60)[0]
+        asked = scripted_model.asked_text(first["body"])
+        host = re.sub(r"[^A-Za-z0-9_.:-]", "_", self.host.strip().replace(" ", "_")) or "-"
+        want = (f"CANVAS_A2UI action=Get_Weather session=main surface=main component=btnWeather host={host} "
+                f"instance={self.ours_id} default=update_canvas ctx={json.dumps({'city': marker}, separators=(',', ':'))}")
+        expect(want in asked, f"the turn's user message {asked[:800]!r} does not carry {want!r}")
+        pending = ("(() => { const a = document.querySelector('openclaw-a2ui-host')?.pendingAction; "
+                   "return a ? a.phase : null; })()")
+        phase = wait_for("the page to show the action sent",
+                         lambda: (p := self.call_ours("canvas.eval", {"script": pending}).get("result")) in ("sent", "error") and p, 30)
+        expect(phase == "sent", f"the page's pending action is {phase!r}")
+        return f"the click became an agent turn asking {want!r}; the page shows it {phase}"
+
     def run(self) -> int:
         self.model.start()
         try:
@@ -443,6 +497,7 @@ class Suite:
             self.check("agent-turn-done", self.agent_turn_done, ("agent-tools",))
             self.check("search-finds-tool", self.search_finds_tool, ("node-joined", "model-up"))
             self.check("search-calls-tool", self.search_calls_tool, ("search-finds-tool",))
+            self.check("a2ui-action-reaches-agent", self.a2ui_action_reaches_agent, ("node-joined", "model-up"))
         finally:
             for problem in self.stop():
                 self.rows.append(("stop", False, problem))
