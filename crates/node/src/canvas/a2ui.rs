@@ -166,6 +166,26 @@ impl Action {
     }
 }
 
+/// The longest `agent.request` message the gateway takes, in UTF-16 units (JavaScript's string
+/// length); it drops a longer one without a word, so the node refuses it first.
+pub const MAX_AGENT_MESSAGE: usize = 20_000;
+
+impl Action {
+    /// The `agent.request` payload for the gateway (as upstream's Android node sends it): the
+    /// message for `session`'s agent, no delivery to a channel, the action's id as the key.
+    pub fn agent_request(&self, session: &str, host: &str, instance: &str) -> Result<Value, String> {
+        let message = self.agent_message(session, host, instance);
+        let length = message.encode_utf16().count();
+        if length > MAX_AGENT_MESSAGE {
+            return Err(format!(
+                "the action's message is {length} characters, more than the {MAX_AGENT_MESSAGE} the gateway takes \
+                 (its context is too large)"
+            ));
+        }
+        Ok(json!({"message": message, "sessionKey": session, "thinking": "low", "deliver": false, "key": self.id}))
+    }
+}
+
 /// A tag value as upstream sanitises it: spaces become `_`, anything but ASCII letters, digits
 /// and `_-.:` becomes `_`; an empty value is `-`.
 fn tag(value: &str) -> String {
@@ -282,6 +302,24 @@ mod tests {
             bare.unwrap().agent_message("main", "", "n"),
             "CANVAS_A2UI action=go session=main surface=main component=- host=- instance=n default=update_canvas"
         );
+    }
+
+    #[test]
+    fn the_message_may_be_as_long_as_the_gateway_takes_and_no_longer() {
+        // A context of é (one UTF-16 unit, two bytes) sized so the message is exactly the bound.
+        let action = |fill: usize| Action {
+            id: "a1".into(),
+            name: "n".into(),
+            surface: "main".into(),
+            component: "-".into(),
+            context: Some(json!({"v": "é".repeat(fill)})),
+        };
+        let base = action(0).agent_message("main", "h", "i").encode_utf16().count();
+        let at_bound = action(MAX_AGENT_MESSAGE - base).agent_request("main", "h", "i").unwrap();
+        assert_eq!(at_bound["message"].as_str().unwrap().encode_utf16().count(), MAX_AGENT_MESSAGE);
+        assert_eq!(at_bound["key"], "a1");
+        let over = action(MAX_AGENT_MESSAGE - base + 1).agent_request("main", "h", "i").unwrap_err();
+        assert!(over.contains("20001 characters, more than the 20000"), "{over}");
     }
 
     #[test]

@@ -617,21 +617,10 @@ impl Canvas {
         let events = &self.options.events;
         let instance = events.node_id().ok_or_else(|| crate::events::NOT_JOINED.to_owned())?;
         let host = sysinfo::System::host_name().unwrap_or_default();
-        let message = action.agent_message(ACTION_SESSION, &host, &instance);
-        if message.chars().count() > MAX_AGENT_MESSAGE_CHARS {
-            return Err(format!(
-                "the action's message is {} characters, more than the {MAX_AGENT_MESSAGE_CHARS} the gateway takes                  (its context is too large)",
-                message.chars().count()
-            ));
-        }
-        let payload = json!({"message": message, "sessionKey": ACTION_SESSION, "thinking": "low",
-                             "deliver": false, "key": action.id});
+        let payload = action.agent_request(ACTION_SESSION, &host, &instance)?;
         events.send(NodeEvent { event: "agent.request", payload }).await
     }
 }
-
-/// The longest `agent.request` message the gateway accepts (it drops longer ones unanswered).
-const MAX_AGENT_MESSAGE_CHARS: usize = 20_000;
 
 /// The browser of a presented canvas, or why there is none.
 fn open(state: &State) -> Result<&Browser, ToolFailure> {

@@ -1135,6 +1135,37 @@ async fn a_click_in_an_a2ui_surface_reaches_the_gateways_agent_and_only_from_the
     assert_eq!(keys.len(), 3, "{keys:?}");
     assert_eq!(keys[2], pending["id"], "no forged call was sent: {keys:?}");
 
+    // The binding's bound, from the renderer's own document: a call of exactly MAX_ACTION_BYTES is
+    // taken (and refused as a message longer than the gateway takes, which the page hears), one
+    // byte more is dropped unheard. In order: had the longer one been taken, its status would
+    // come first.
+    let sized = |id: &str, total: usize| {
+        let with = |fill: usize| {
+            json!({"eventType": "a2ui.action", "action": {"id": id, "name": "big", "context": {"v": "x".repeat(fill)}}})
+                .to_string()
+        };
+        let payload = with(total - with(0).len());
+        assert_eq!(payload.len(), total);
+        payload
+    };
+    let listen = "globalThis.__statuses = []; globalThis.addEventListener('openclaw:a2ui-action-status', \
+                  (e) => __statuses.push(e.detail.id + ':' + e.detail.ok)); true";
+    ok(&canvas, "canvas.eval", json!({"script": listen})).await;
+    for (id, total) in [("over-bound", browser::MAX_ACTION_BYTES + 1), ("at-bound", browser::MAX_ACTION_BYTES)] {
+        let script = format!("globalThis[{name}]({}); true", Value::from(sized(id, total)));
+        ok(&canvas, "canvas.eval", json!({"script": script})).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let statuses = loop {
+        let statuses = ok(&canvas, "canvas.eval", json!({"script": "__statuses"})).await["result"].clone();
+        if statuses.as_array().is_some_and(|seen| !seen.is_empty()) || Instant::now() >= deadline {
+            break statuses;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(statuses, json!(["at-bound:false"]), "the call over the bound was dropped");
+    assert_eq!(gateway.sent().len(), 3, "a message over the gateway's bound is not sent");
+
     // The link closes: refused again.
     events.unroute(&route);
     let pending = click_and_settle(&canvas).await;
