@@ -468,7 +468,8 @@ pub enum SettingsAction {
     /// Set one setting; a running node applies it to its next call. Switches take true or
     /// false; the sandbox's limits a number or `none` (no limit); WritablePaths a
     /// colon-separated list of absolute paths (empty for none); NodeFileRoots too (empty for the
-    /// home directory); NodeTtsProvider a provider id (empty for the best ready one).
+    /// home directory); NodeTtsProvider a provider id (empty for the best ready one);
+    /// NodeCanvasTrustedOrigins comma-separated origins (empty for none).
     Set {
         key: SettingKey,
         /// true or false for a switch; a number or `none` for a sandbox limit; colon-separated
@@ -504,6 +505,10 @@ pub enum SettingKey {
     /// app.connection.applySetupCode and connectSharedToken (off by default: that gateway's
     /// operators would reach every command this node serves).
     AppConnectionChangesEnabled,
+    /// Web origins whose canvas pages may send A2UI actions to the gateway's agent, besides the
+    /// node's own renderer and the connected gateway: https://host:port, comma-separated (empty:
+    /// none, the default).
+    NodeCanvasTrustedOrigins,
     /// What file.*, dir.* and fs.listDir may reach: absolute paths, colon-separated (empty: the
     /// home directory, the default).
     NodeFileRoots,

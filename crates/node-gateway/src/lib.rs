@@ -222,6 +222,10 @@ impl EventRoute for LinkRoute {
     fn node_id(&self) -> String {
         self.0.upgrade().map(|shared| shared.node_id.clone()).unwrap_or_default()
     }
+
+    fn gateway_url(&self) -> String {
+        self.0.upgrade().map(|shared| shared.status.borrow().url.clone()).unwrap_or_default()
+    }
 }
 
 /// The commands this node serves to the gateway: what MCP lists through the same filter, less

@@ -23,6 +23,8 @@ pub trait EventRoute: Send + Sync {
     fn send(&self, event: NodeEvent) -> BoxFuture<'static, Result<(), String>>;
     /// This node's id on the gateway (its device id): the `instance` upstream's messages name.
     fn node_id(&self) -> String;
+    /// The gateway's URL (`ws://` or `wss://`): its origin's pages may use the canvas's bridge.
+    fn gateway_url(&self) -> String;
 }
 
 /// The node's one outlet for events, shared by the registry's capabilities and the link.
@@ -65,6 +67,20 @@ impl NodeEvents {
         self.current().map(|route| route.node_id())
     }
 
+    /// The web origin of the gateway the node is joined to (`wss://gw:18789` serves its pages at
+    /// `https://gw:18789`), if it is.
+    pub fn gateway_origin(&self) -> Option<String> {
+        let url = url::Url::parse(&self.current()?.gateway_url()).ok()?;
+        let scheme = match url.scheme() {
+            "wss" | "https" => "https",
+            "ws" | "http" => "http",
+            _ => return None,
+        };
+        let host = url.host_str()?;
+        let origin = url::Url::parse(&format!("{scheme}://{host}:{}", url.port_or_known_default()?)).ok()?;
+        Some(origin.origin().ascii_serialization())
+    }
+
     /// Sends `event` to the gateway and waits for its answer (at most [`SEND_DEADLINE`]).
     pub async fn send(&self, event: NodeEvent) -> Result<(), String> {
         let route = self.current().ok_or_else(|| NOT_JOINED.to_owned())?;
@@ -83,11 +99,16 @@ pub(crate) mod tests {
     pub(crate) struct Recorder {
         pub sent: Mutex<Vec<NodeEvent>>,
         pub answer: Mutex<Result<(), String>>,
+        pub gateway_url: Mutex<String>,
     }
 
     impl Recorder {
         pub(crate) fn new() -> Arc<Recorder> {
-            Arc::new(Recorder { sent: Mutex::default(), answer: Mutex::new(Ok(())) })
+            Arc::new(Recorder {
+                sent: Mutex::default(),
+                answer: Mutex::new(Ok(())),
+                gateway_url: Mutex::new("wss://gateway.example:18789".into()),
+            })
         }
 
         pub(crate) fn sent(&self) -> Vec<NodeEvent> {
@@ -104,6 +125,10 @@ pub(crate) mod tests {
 
         fn node_id(&self) -> String {
             "node-1".to_owned()
+        }
+
+        fn gateway_url(&self) -> String {
+            self.gateway_url.lock().unwrap().clone()
         }
     }
 
@@ -122,6 +147,13 @@ pub(crate) mod tests {
         events.send(event()).await.unwrap();
         assert_eq!(first.sent(), [event()]);
         assert_eq!(events.node_id().as_deref(), Some("node-1"));
+        assert_eq!(events.gateway_origin().as_deref(), Some("https://gateway.example:18789"));
+        for (url, origin) in
+            [("ws://127.0.0.1:18789/", "http://127.0.0.1:18789"), ("wss://GW.example", "https://gw.example")]
+        {
+            *first.gateway_url.lock().unwrap() = url.into();
+            assert_eq!(events.gateway_origin().as_deref(), Some(origin), "{url}");
+        }
         *first.answer.lock().unwrap() = Err("refused".into());
         assert_eq!(events.send(event()).await.unwrap_err(), "refused", "the gateway's answer is the result");
 

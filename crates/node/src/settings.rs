@@ -163,6 +163,11 @@ pub struct Settings {
     /// any local MCP client do it; the name is clawmcp's own.
     #[serde(default)]
     pub app_connection_changes_enabled: bool,
+    /// Web origins (`https://host:port`) whose pages in the canvas may hand the node a user's
+    /// A2UI action (the bridge an A2UI renderer calls), beside the node's own renderer page and
+    /// the connected gateway's origin, which always may. Empty by default; clawmcp's own name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_canvas_trusted_origins: Vec<String>,
     /// The directories `file.*`, `dir.*` and `fs.listDir` may read and write (absolute paths,
     /// symlinks resolved when used). Absent: the user's home directory. `/proc`, `/sys` and `/dev`
     /// are never served, whatever this says (`crate::files::policy`).
@@ -220,6 +225,7 @@ impl Default for Settings {
             node_stt_enabled: false,
             node_canvas_enabled: false,
             app_connection_changes_enabled: false,
+            node_canvas_trusted_origins: Vec::new(),
             node_file_roots: None,
             node_tts_provider: None,
             system_run_sandbox: SandboxSettings::default(),
@@ -327,6 +333,12 @@ impl Settings {
             Some("AppConnectionChangesEnabled")
         } else if file_roots_widen(self.node_file_roots.as_deref(), after.node_file_roots.as_deref()) {
             Some("NodeFileRoots")
+        } else if after
+            .node_canvas_trusted_origins
+            .iter()
+            .any(|origin| !self.node_canvas_trusted_origins.contains(origin))
+        {
+            Some("NodeCanvasTrustedOrigins")
         } else if turned_on(self.enable_node_mode, after.enable_node_mode) {
             Some("EnableNodeMode")
         } else if turned_on(self.enable_mcp_server, after.enable_mcp_server) {
@@ -366,6 +378,35 @@ fn file_roots_widen(before: Option<&[PathBuf]>, after: Option<&[PathBuf]>) -> bo
 }
 
 /// Refuses `NodeFileRoots` entries that could not mean what they say (what, why, what to do).
+/// `NodeCanvasTrustedOrigins` from the command line: origins separated by commas or spaces,
+/// each an http or https URL with nothing after its port (a trailing `/` is fine), answered in
+/// their canonical spelling (`https://example.com`, the default port dropped, the host lower case).
+pub fn parse_canvas_origins(value: &str) -> Result<Vec<String>, String> {
+    let mut origins: Vec<String> = Vec::new();
+    for given in value.split([',', ' ', '\t', '\n']).map(str::trim).filter(|given| !given.is_empty()) {
+        let refuse = |why: &str| {
+            Err(format!(
+                "NodeCanvasTrustedOrigins: `{given}` {why}; give origins such as https://gateway.example:18789"
+            ))
+        };
+        let Ok(url) = url::Url::parse(given) else { return refuse("is not a URL") };
+        if !matches!(url.scheme(), "http" | "https") {
+            return refuse("is not http or https");
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return refuse("carries a user name or password");
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return refuse("has a path, query or fragment (an origin is scheme, host and port)");
+        }
+        let origin = url.origin().ascii_serialization();
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    Ok(origins)
+}
+
 pub fn validate_file_roots(roots: &[PathBuf]) -> Result<(), String> {
     match roots.iter().find(|root| !root.is_absolute()) {
         Some(root) => Err(format!("NodeFileRoots: `{}` is relative; list absolute paths", root.display())),
@@ -696,15 +737,40 @@ mod widening_tests {
     }
 
     #[test]
+    fn canvas_origins_are_canonical_origins_or_refused_with_the_reason() {
+        assert_eq!(
+            parse_canvas_origins(" https://GW.example:443/, http://127.0.0.1:18789 https://gw.example").unwrap(),
+            ["https://gw.example", "http://127.0.0.1:18789"],
+            "canonical (default port dropped, host lower case), duplicates once"
+        );
+        assert_eq!(parse_canvas_origins("  ").unwrap(), Vec::<String>::new(), "empty: none");
+        for (given, why) in [
+            ("gw.example", "is not a URL"),
+            ("file:///etc", "is not http or https"),
+            ("https://me:secret@gw.example", "user name or password"),
+            ("https://gw.example/page", "has a path"),
+            ("https://gw.example/?q=1", "has a path, query"),
+        ] {
+            let error = parse_canvas_origins(given).unwrap_err();
+            assert!(error.contains(why) && error.contains("https://gateway.example:18789"), "{given}: {error}");
+        }
+    }
+
+    #[test]
     fn every_widening_is_named() {
         type Change = fn(&mut Settings);
         // (the setting named, how the start differs from `sandboxed()`, the widening change)
-        let cases: [(&str, Change, Change); 20] = [
+        let cases: [(&str, Change, Change); 21] = [
             ("NodeFileRoots", |_| {}, |s| s.node_file_roots = Some(vec!["/".into()])),
             (
                 "NodeFileRoots",
                 |s| s.node_file_roots = Some(vec!["/srv/a".into()]),
                 |s| s.node_file_roots = Some(vec!["/srv/a".into(), "/srv/b".into()]),
+            ),
+            (
+                "NodeCanvasTrustedOrigins",
+                |s| s.node_canvas_trusted_origins = vec!["https://a.example".into()],
+                |s| s.node_canvas_trusted_origins = vec!["https://a.example".into(), "https://b.example".into()],
             ),
             ("NodeScreenEnabled", |_| {}, |s| s.node_screen_enabled = true),
             ("NodeCameraEnabled", |_| {}, |s| s.node_camera_enabled = true),

@@ -62,6 +62,9 @@ fn effect(key: SettingKey, settings: &Settings) -> &'static str {
             "a running node applies it at once: its next tools/list and its next call see it"
         }
         SettingKey::NodeFileRoots => "a running node applies it to its next file.*, dir.* and fs.listDir call",
+        SettingKey::NodeCanvasTrustedOrigins => {
+            "a running node applies it to the next page canvas.present or canvas.navigate loads"
+        }
         SettingKey::NodeTtsProvider => "a running node applies it to its next tts.speak and tts.status",
         SettingKey::SandboxEnabled
         | SettingKey::SandboxNetwork
@@ -90,6 +93,9 @@ pub(crate) fn apply(settings: &mut Settings, key: SettingKey, value: &str) -> Re
             let roots: Vec<PathBuf> = paths(value);
             clawmcp_node::settings::validate_file_roots(&roots)?;
             settings.node_file_roots = (!roots.is_empty()).then_some(roots);
+        }
+        SettingKey::NodeCanvasTrustedOrigins => {
+            settings.node_canvas_trusted_origins = clawmcp_node::settings::parse_canvas_origins(value)?;
         }
         SettingKey::NodeTtsProvider => {
             settings.node_tts_provider = match value.trim() {
@@ -129,6 +135,7 @@ pub(crate) fn value_of(settings: &Settings, key: SettingKey) -> serde_json::Valu
             .map(|roots| roots.iter().map(|path| path.display().to_string()).collect::<Vec<_>>())
             .into(),
         SettingKey::NodeTtsProvider => settings.node_tts_provider.clone().into(),
+        SettingKey::NodeCanvasTrustedOrigins => settings.node_canvas_trusted_origins.clone().into(),
         SettingKey::SandboxEnabled => sandbox.enabled.into(),
         SettingKey::SandboxNetwork => sandbox.network.into(),
         SettingKey::SandboxWritablePaths => {

@@ -60,10 +60,8 @@ pub fn find_bundle(candidates: &[PathBuf]) -> Result<PathBuf, MissingBackend> {
     })
 }
 
-/// The host page: the renderer's element and the bundle, inlined, after the board bridge the
-/// renderer hands a user's action to (`globalThis.openclaw.state.emit`), which passes it to the
-/// node through `binding` and settles once the node says how sending it went (the
-/// `openclaw:a2ui-action-status` event, which the renderer also shows).
+/// The host page: the renderer's element and the bundle, inlined, after the board bridge
+/// ([`bridge_script`]) through `binding`.
 pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
     use std::io::Read;
     let file = std::fs::File::open(bundle).map_err(|error| format!("cannot read {}: {error}", bundle.display()))?;
@@ -77,8 +75,20 @@ pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
     // Inside a <script> element the only sequence that ends it early is "</script"; in a
     // JavaScript string, regex or comment "<\/script" means the same.
     let script = script.replace("</script", "<\\/script");
+    let bridge = bridge_script(binding);
+    Ok(format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Canvas</title></head>\
+         <body style=\"margin:0\"><openclaw-a2ui-host></openclaw-a2ui-host>\
+         <script>{bridge}</script><script type=\"module\">{script}</script></body></html>"
+    ))
+}
+
+/// The board bridge an A2UI renderer hands a user's action to (`globalThis.openclaw.state.emit`):
+/// it passes the action to the node through `binding` and settles once the node says how sending
+/// it went (the `openclaw:a2ui-action-status` event, which the renderer also shows).
+pub fn bridge_script(binding: &str) -> String {
     let binding = Value::from(binding);
-    let bridge = format!(
+    format!(
         "(() => {{ const send = globalThis[{binding}]; \
            globalThis.openclaw = {{ state: {{ emit(event) {{ \
              const id = event?.action?.id; \
@@ -89,13 +99,8 @@ pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
                  globalThis.removeEventListener('{ACTION_STATUS}', settle); \
                  detail.ok ? resolve() : reject(new Error(detail.error || 'send failed')); }}; \
                globalThis.addEventListener('{ACTION_STATUS}', settle); \
-               send(JSON.stringify(event)); }}); }} }} }}; }})();"
-    );
-    Ok(format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Canvas</title></head>\
-         <body style=\"margin:0\"><openclaw-a2ui-host></openclaw-a2ui-host>\
-         <script>{bridge}</script><script type=\"module\">{script}</script></body></html>"
-    ))
+               send(JSON.stringify(event)); }}); }} }} }}; }})(); true"
+    )
 }
 
 /// The event the page hears how sending an action went (`{id, ok, error}`), as upstream's nodes

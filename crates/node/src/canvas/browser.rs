@@ -210,6 +210,11 @@ impl Browser {
         self.action_calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
+    /// The URL of the page's current document.
+    pub async fn url(&self) -> Option<String> {
+        tokio::time::timeout(COMMAND_DEADLINE, self.page.url()).await.ok()?.ok()?
+    }
+
     /// The execution context of the page's current document (its main world).
     pub async fn main_context(&self) -> Option<ExecutionContextId> {
         tokio::time::timeout(COMMAND_DEADLINE, self.page.execution_context()).await.ok()?.ok()?

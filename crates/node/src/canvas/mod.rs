@@ -152,6 +152,7 @@ pub struct CanvasCapability {
 /// The browser and what the canvas shows.
 struct Canvas {
     options: CanvasOptions,
+    settings: Arc<LiveSettings>,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -164,8 +165,9 @@ struct State {
     generation: u64,
     /// The page shown is the A2UI renderer's.
     a2ui: bool,
-    /// The renderer's document (its execution context): the only one whose actions are trusted.
-    a2ui_context: Option<ExecutionContextId>,
+    /// The document (its execution context) that may hand the node A2UI actions: the node's own
+    /// renderer page, or a page of a trusted origin ([`Canvas::bridge_if_trusted`]); no other.
+    bridge_context: Option<ExecutionContextId>,
 }
 
 impl CanvasCapability {
@@ -174,7 +176,8 @@ impl CanvasCapability {
     }
 
     pub fn with_options(settings: Arc<LiveSettings>, options: CanvasOptions) -> Self {
-        let canvas = Arc::new(Canvas { options, state: tokio::sync::Mutex::new(State::default()) });
+        let state = tokio::sync::Mutex::new(State::default());
+        let canvas = Arc::new(Canvas { options, settings: settings.clone(), state });
         let gate = {
             let path = canvas.options.path.clone();
             Gate::new(settings.clone(), Some(&Switch::CANVAS), move || program(path.as_deref()).map(drop))
@@ -288,6 +291,8 @@ impl Canvas {
                     .with_code("CANVAS_NOT_AVAILABLE")
             })?;
             tracing::info!(ms = started.elapsed().as_millis() as u64, ?window, "canvas browser ready");
+            // Execution context ids are the browser's own: none of the last one's is trusted here.
+            state.bridge_context = None;
             if let Some(calls) = browser.take_action_calls() {
                 // Ends when the browser stops (its listener, the queue's sender, is aborted).
                 tokio::spawn(forward_actions(Arc::downgrade(self), calls));
@@ -321,8 +326,10 @@ impl Canvas {
                 Err(error) => return Err(failed(error.to_string())),
             }
         }
+        let bridged = self.bridge_if_trusted(browser).await;
         state.visible = true;
         state.a2ui = false;
+        state.bridge_context = bridged;
         state.generation += 1;
         Ok(json!({"presented": true}))
     }
@@ -331,6 +338,7 @@ impl Canvas {
         let mut state = self.state.lock().await;
         state.visible = false;
         state.a2ui = false;
+        state.bridge_context = None;
         state.generation += 1;
         let Some(browser) = state.browser.as_ref() else { return Ok(json!({"hidden": true})) };
         // A window is hidden by closing it: a window manager may not honour a minimise, and a
@@ -377,8 +385,10 @@ impl Canvas {
                 .map_err(|error| ToolFailure::new(format!("Navigate failed: {error}")))?;
         }
         browser.load(&url).await.map_err(|error| ToolFailure::new(format!("Navigate failed: {error}")))?;
+        let bridged = self.bridge_if_trusted(browser).await;
         state.visible = true;
         state.a2ui = false;
+        state.bridge_context = bridged;
         state.generation += 1;
         Ok(json!({"navigated": true, "opener": "canvas", "url": url}))
     }
@@ -524,7 +534,7 @@ impl Canvas {
             let context = browser.main_context().await;
             state.visible = true;
             state.a2ui = true;
-            state.a2ui_context = context;
+            state.bridge_context = context;
             state.generation += 1;
         }
         let browser = open(&state)?;
@@ -583,11 +593,34 @@ async fn forward_actions(canvas: Weak<Canvas>, mut calls: tokio::sync::mpsc::Rec
 }
 
 impl Canvas {
+    /// Gives the page `browser` just loaded the A2UI action bridge when its origin is trusted:
+    /// the connected gateway's (its canvas host serves A2UI pages) or one of the owner's
+    /// `NodeCanvasTrustedOrigins`. The document that got it, or `None` (any other page: no bridge).
+    async fn bridge_if_trusted(&self, browser: &Browser) -> Option<ExecutionContextId> {
+        let origin = url::Url::parse(&browser.url().await?).ok()?.origin().ascii_serialization();
+        let owner_trusts = self.settings.read(|settings| settings.node_canvas_trusted_origins.contains(&origin));
+        if !owner_trusts && self.options.events.gateway_origin().as_deref() != Some(origin.as_str()) {
+            return None;
+        }
+        let document = browser.main_context().await?;
+        match browser.evaluate(&a2ui::bridge_script(browser.action_binding()), Duration::from_secs(5)).await {
+            Ok(Evaluated::Value(_)) => {}
+            other => {
+                tracing::warn!(?other, %origin, "cannot give a trusted page the A2UI action bridge");
+                return None;
+            }
+        }
+        // The same document still (the page did not move on meanwhile).
+        (browser.main_context().await == Some(document)).then_some(document)
+    }
+
     async fn forward_action(&self, call: ActionCall) {
         {
             let state = self.state.lock().await;
-            if !(state.a2ui && state.a2ui_context == Some(call.context)) {
-                tracing::warn!("ignored an A2UI action from a document that is not the node's renderer");
+            if state.bridge_context != Some(call.context) {
+                tracing::warn!(
+                    "ignored an A2UI action from a document that may not send them (not the node's renderer nor a trusted origin)"
+                );
                 return;
             }
         }
@@ -604,9 +637,9 @@ impl Canvas {
             Err(error) => tracing::warn!(action = %action.name, %error, "A2UI action not sent"),
         }
         let state = self.state.lock().await;
-        // Only to the renderer's document, if it is still shown.
+        // Only to the document that sent it, if it is still shown.
         if let Ok(browser) = open(&state)
-            && state.a2ui
+            && state.bridge_context == Some(call.context)
             && browser.main_context().await == Some(call.context)
         {
             let _ = browser.evaluate(&a2ui::action_status_script(&action.id, &sent), Duration::from_secs(5)).await;

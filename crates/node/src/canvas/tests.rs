@@ -248,16 +248,21 @@ async fn a_presented_page_is_snapshotted_with_its_exact_pixels() {
 /// A loopback HTTP server answering every request with a page titled `title`, for `requests`
 /// requests.
 fn serve_title(title: &str, requests: usize) -> u16 {
+    serve_page(format!("<!doctype html><title>{title}</title><body>hello</body>"), requests)
+}
+
+/// A loopback HTTP server answering every request, whatever its path, with the HTML `body`, for
+/// `requests` requests.
+fn serve_page(body: String, requests: usize) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let body = format!("<!doctype html><title>{title}</title><body>hello</body>");
     std::thread::spawn(move || {
         for stream in listener.incoming().take(requests) {
             let Ok(mut stream) = stream else { continue };
             let mut request = [0u8; 4096];
             let _ = stream.read(&mut request);
             let response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = stream.write_all(response.as_bytes());
@@ -1170,5 +1175,90 @@ async fn a_click_in_an_a2ui_surface_reaches_the_gateways_agent_and_only_from_the
     events.unroute(&route);
     let pending = click_and_settle(&canvas).await;
     assert_eq!(pending["phase"], "error", "{pending}");
+    canvas.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_a_trusted_origin_gets_the_action_bridge_and_no_other_page_does() {
+    use crate::events::EventRoute;
+    use crate::events::tests::Recorder;
+    let _slot = BROWSERS.acquire().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let events = NodeEvents::new();
+    let gateway = Recorder::new();
+    let route: Arc<dyn EventRoute> = gateway.clone();
+    events.route_through(route);
+    let bundle = a2ui_bundle();
+    let options = CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        screen: Screen::Headless,
+        a2ui: bundle.clone(),
+        events: events.clone(),
+        ..CanvasOptions::default()
+    };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    // A board page of a web origin: the same renderer, served over http, with no bridge of its own.
+    let renderer = std::fs::read_to_string(a2ui::find_bundle(&bundle).unwrap()).unwrap();
+    let port = serve_page(
+        format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>Board</title></head><body>\
+             <openclaw-a2ui-host></openclaw-a2ui-host><script type=\"module\">{}</script></body></html>",
+            renderer.replace("</script", "<\\/script")
+        ),
+        32,
+    );
+    let weather = [
+        json!({"surfaceUpdate": {"surfaceId": "main", "components": [
+            {"id": "btnWeather", "component": {"Button": {"child": "label", "action": {"name": "Get Weather"}}}},
+            {"id": "label", "component": {"Text": {"text": {"literalString": "Weather"}}}}
+        ]}}),
+        json!({"beginRendering": {"surfaceId": "main", "root": "btnWeather"}}),
+    ];
+    let show_board = |url: String| {
+        let canvas = canvas.clone();
+        let push = a2ui::push_script(&weather);
+        async move {
+            ok(&canvas, "canvas.navigate", json!({"url": url})).await;
+            ok(&canvas, "canvas.eval", json!({"script": push})).await;
+        }
+    };
+    let trust = |origins: &[String]| {
+        let settings = json!({"NodeCanvasEnabled": true, "NodeCanvasTrustedOrigins": origins});
+        std::fs::write(dir.path().join("settings.json"), settings.to_string()).unwrap();
+    };
+
+    // Not trusted (the default): the renderer finds no bridge, and nothing is sent.
+    let local = format!("http://127.0.0.1:{port}");
+    show_board(format!("{local}/board")).await;
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(
+        (pending["phase"].as_str(), pending["error"].as_str()),
+        (Some("error"), Some("missing board action bridge"))
+    );
+    assert!(gateway.sent().is_empty());
+
+    // The owner trusts the origin: the next page loaded from it has the bridge.
+    trust(std::slice::from_ref(&local));
+    show_board(format!("{local}/board")).await;
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["phase"], "sent", "{pending}");
+    let sent = gateway.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].payload["key"], pending["id"]);
+    assert!(sent[0].payload["message"].as_str().unwrap().starts_with("CANVAS_A2UI action=Get_Weather "), "{sent:?}");
+
+    // The same server under another origin (another host name) is not trusted.
+    show_board(format!("http://localhost:{port}/board")).await;
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["error"], "missing board action bridge", "{pending}");
+    assert_eq!(gateway.sent().len(), 1);
+
+    // The connected gateway's origin is trusted without a setting (ws:// serves http:// pages).
+    trust(&[]);
+    *gateway.gateway_url.lock().unwrap() = format!("ws://127.0.0.1:{port}");
+    show_board(format!("{local}/board")).await;
+    let pending = click_and_settle(&canvas).await;
+    assert_eq!(pending["phase"], "sent", "{pending}");
+    assert_eq!(gateway.sent().len(), 2);
     canvas.shutdown().await;
 }
