@@ -182,6 +182,25 @@ fn the_tts_provider_is_a_known_id_and_empty_is_the_best_ready_one() {
 }
 
 #[test]
+fn canvas_trusted_origins_are_canonical_origins_and_empty_is_none() {
+    let sandbox = Sandbox::new();
+    let set = |value: &str| {
+        let args = ["set", "NodeCanvasTrustedOrigins", value];
+        sandbox.clawmcp(["settings", "--data-dir"]).arg(sandbox.data()).args(args).assert()
+    };
+    set("https://Board.example:443/, http://127.0.0.1:8080").success();
+    assert_eq!(
+        settings_file(&sandbox)["NodeCanvasTrustedOrigins"],
+        json!(["https://board.example", "http://127.0.0.1:8080"]),
+        "saved as canonical origins"
+    );
+    set("https://board.example/page").code(2).stderr(contains("has a path, query or fragment"));
+    assert_eq!(settings_file(&sandbox)["NodeCanvasTrustedOrigins"].as_array().map(Vec::len), Some(2), "unchanged");
+    set("").success();
+    assert!(settings_file(&sandbox).get("NodeCanvasTrustedOrigins").is_none(), "empty: none");
+}
+
+#[test]
 fn doctor_reports_the_sandbox_section() {
     let sandbox = Sandbox::new();
     // No node runs with this data dir (on a free port), which fails: exit status 1.
