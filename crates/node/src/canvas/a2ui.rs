@@ -177,7 +177,8 @@ pub const MAX_AGENT_MESSAGE: usize = 20_000;
 
 impl Action {
     /// The `agent.request` payload for the gateway (as upstream's Android node sends it): the
-    /// message for `session`'s agent, no delivery to a channel, the action's id as the key.
+    /// message for `session`'s agent, no delivery to a channel, the action's id as the key. No
+    /// `thinking` level: the session's own applies (a level the model lacks fails the turn).
     pub fn agent_request(&self, session: &str, host: &str, instance: &str) -> Result<Value, String> {
         let message = self.agent_message(session, host, instance);
         let length = message.encode_utf16().count();
@@ -187,7 +188,7 @@ impl Action {
                  (its context is too large)"
             ));
         }
-        Ok(json!({"message": message, "sessionKey": session, "thinking": "low", "deliver": false, "key": self.id}))
+        Ok(json!({"message": message, "sessionKey": session, "deliver": false, "key": self.id}))
     }
 }
 

@@ -1106,7 +1106,7 @@ async fn a_click_in_an_a2ui_surface_reaches_the_gateways_agent_and_only_from_the
         sent[0].payload,
         json!({"message": format!("CANVAS_A2UI action=Get_Weather session=main surface=main component=btnWeather \
                                    host={host} instance=node-1 default=update_canvas ctx={{\"city\":\"Vienna\"}}"),
-               "sessionKey": "main", "thinking": "low", "deliver": false, "key": pending["id"]})
+               "sessionKey": "main", "deliver": false, "key": pending["id"]})
     );
 
     // The gateway refuses: the page shows its reason.
