@@ -70,6 +70,9 @@ pub enum Window {
     Headless,
     /// An app-mode window (no tab strip, no address bar) on this X display (`:0`).
     X11(String),
+    /// An app-mode window on the Wayland compositor at this socket (an absolute path): sized as
+    /// asked, placed by the compositor (a Wayland client cannot place itself).
+    Wayland(String),
 }
 
 /// A running canvas browser: its process tree, the DevTools connection and the one page.
@@ -117,6 +120,7 @@ impl Browser {
         let env = match window {
             Window::Headless => vec![],
             Window::X11(display) => vec![("DISPLAY".to_owned(), display.clone())],
+            Window::Wayland(socket) => vec![("WAYLAND_DISPLAY".to_owned(), socket.clone())],
         };
         let cannot_pipe = |error: std::io::Error| format!("cannot make the browser's DevTools pipe: {error}");
         let (browser_ends, node_ends) = devtools_pipe::pipes().map_err(cannot_pipe)?;
@@ -244,12 +248,23 @@ impl Browser {
 
     /// Sizes the canvas (its viewport, exactly), and places and sizes its window if it has one.
     pub async fn set_geometry(&self, geometry: &Geometry) -> Result<(), String> {
-        if let Window::X11(_) = self.window {
-            self.place_window(geometry).await?;
+        match self.window {
+            Window::X11(_) => self.place_window(geometry).await?,
+            Window::Wayland(_) => self.size_window(geometry).await?,
+            Window::Headless => {}
         }
         let (width, height) = (i64::from(geometry.width), i64::from(geometry.height));
         let metrics = SetDeviceMetricsOverrideParams::new(width, height, 1.0, false);
         self.command(self.page.execute(metrics)).await.map(drop)
+    }
+
+    /// Sizes the window (a Wayland compositor places it; a tiling one may also size it).
+    async fn size_window(&self, geometry: &Geometry) -> Result<(), String> {
+        let target = GetWindowForTargetParams::builder().target_id(self.page.target_id().clone()).build();
+        let window = self.command(self.cdp.execute(target)).await?;
+        let bounds = Bounds::builder().width(i64::from(geometry.width)).height(i64::from(geometry.height)).build();
+        let params = SetWindowBoundsParams::new(window.result.window_id, bounds);
+        self.command(self.cdp.execute(params)).await.map(drop)
     }
 
     /// Moves and sizes the window: at `x`/`y`, or centred on the screen on an axis without one.
@@ -486,6 +501,10 @@ fn arguments(program: &Path, profile: &Path, geometry: &Geometry, window: &Windo
         Window::Headless => {
             argv.extend(["--headless".to_owned(), "--disable-gpu".to_owned(), "about:blank".to_owned()]);
         }
+        Window::Wayland(_) => {
+            argv.push("--ozone-platform=wayland".to_owned());
+            argv.push("--app=data:text/html,".to_owned());
+        }
         Window::X11(_) => {
             argv.push("--ozone-platform=x11".to_owned());
             if let (Some(x), Some(y)) = (geometry.x, geometry.y) {
@@ -565,7 +584,7 @@ async fn bind_actions(
 /// The canvas's page: headless, a new one (the browser's first, about:blank, stays unused); in
 /// a window, the app window's own page (a new target would open a plain browser window).
 async fn first_page(cdp: &chromiumoxide::Browser, window: &Window) -> Result<chromiumoxide::Page, String> {
-    if let Window::X11(_) = window {
+    if window != &Window::Headless {
         return window_page(cdp).await;
     }
     match tokio::time::timeout(COMMAND_DEADLINE, cdp.new_page("about:blank")).await {

@@ -9,8 +9,8 @@
 //! | this file | the commands: upstream's arguments, clamps, results and errors; the browser's lifetime |
 //!
 //! The canvas is Chromium of the requested size: an app-mode window at `x`/`y` titled as asked when
-//! an X server answers on `DISPLAY` ([`Screen`]), headless otherwise (`x`/`y` then have no
-//! effect); `canvas.snapshot` shows the page either way and `canvas.caps` says which. The browser
+//! an X server answers on `DISPLAY` ([`Screen`]), else one the compositor places when a Wayland
+//! compositor answers on `WAYLAND_DISPLAY`, headless otherwise (`x`/`y` then have no effect); `canvas.snapshot` shows the page either way and `canvas.caps` says which. The browser
 //! is started by the first command that needs it, stopped when a window is hidden, a while after
 //! a headless canvas is hidden ([`IDLE_AFTER_HIDE`]), and when the node stops ([`CanvasCapability::shutdown`],
 //! and, as a backstop, when the capability is dropped). `navigate` and `present`'s `url` take
@@ -95,23 +95,33 @@ pub struct CanvasOptions {
 /// Where the canvas shows, decided when its browser starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Screen {
-    /// A window on the node's X display (`DISPLAY`) when it answers, else headless.
+    /// A window on the node's X display (`DISPLAY`) when it answers, else on its Wayland
+    /// compositor (`WAYLAND_DISPLAY`) when that answers, else headless.
     Env,
     /// Headless whatever the environment.
     Headless,
     /// A window on this X display (`:99`).
     X11(String),
+    /// A window on the Wayland compositor at this socket (an absolute path).
+    Wayland(String),
 }
 
 impl Screen {
     /// The window the next browser opens: `DISPLAY` only when an X server answers on it, since a
-    /// stale `DISPLAY` (an ssh session's, a stopped Xvfb's) would make Chromium exit at start.
-    /// A Wayland session without Xwayland is headless: Chromium's Wayland window is not built yet.
+    /// stale `DISPLAY` (an ssh session's, a stopped Xvfb's) would make Chromium exit at start;
+    /// X first (Xwayland included, where windows can be placed), then Wayland, then headless.
     async fn resolve(&self) -> Window {
         match self {
             Screen::Headless => Window::Headless,
             Screen::X11(display) => Window::X11(display.clone()),
-            Screen::Env => window_on(std::env::var("DISPLAY").ok()).await,
+            Screen::Wayland(socket) => Window::Wayland(socket.clone()),
+            Screen::Env => match window_on(std::env::var("DISPLAY").ok()).await {
+                Window::Headless => wayland_window(
+                    std::env::var_os("WAYLAND_DISPLAY").map(PathBuf::from),
+                    std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+                ),
+                window => window,
+            },
         }
     }
 }
@@ -125,6 +135,24 @@ async fn window_on(display: Option<String>) -> Window {
         Ok(true) => Window::X11(name),
         _ => {
             tracing::info!(display = %name, "no X server answers on DISPLAY; the canvas is headless");
+            Window::Headless
+        }
+    }
+}
+
+/// A window on the compositor `WAYLAND_DISPLAY` names (a socket name in `XDG_RUNTIME_DIR`, or an
+/// absolute path, as libwayland reads it) when it accepts a connection, else headless.
+fn wayland_window(display: Option<PathBuf>, runtime: Option<PathBuf>) -> Window {
+    let Some(display) = display.filter(|name| !name.as_os_str().is_empty()) else { return Window::Headless };
+    let socket = match (display.is_absolute(), runtime) {
+        (true, _) => display,
+        (false, Some(runtime)) => runtime.join(display),
+        (false, None) => return Window::Headless,
+    };
+    match std::os::unix::net::UnixStream::connect(&socket) {
+        Ok(_) => Window::Wayland(socket.to_string_lossy().into_owned()),
+        Err(error) => {
+            tracing::info!(socket = %socket.display(), %error, "no Wayland compositor answers; the canvas is headless");
             Window::Headless
         }
     }
@@ -462,20 +490,26 @@ impl Canvas {
                 let display = display.clone();
                 tokio::task::spawn_blocking(move || above::supported(&display)).await.unwrap_or(false)
             }
-            Window::Headless => false,
+            Window::Wayland(_) | Window::Headless => false,
         };
+        // A Wayland client cannot place its window (the compositor does); it can size it.
+        let placed = matches!(window, Window::X11(_));
         Ok(json!({
             "renderer": "chromium",
             "eval": true,
             "snapshot": true,
             "navigate": true,
             "a2ui": {"version": "0.8", "introspect": a2ui_ready, "supported": a2ui_ready},
-            "window": match window { Window::Headless => "headless", Window::X11(_) => "x11" },
+            "window": match window {
+                Window::Headless => "headless",
+                Window::X11(_) => "x11",
+                Window::Wayland(_) => "wayland",
+            },
             "headless": !windowed,
             "running": running.is_some(),
             "visible": running.is_some() && state.visible,
             "browserVersion": version,
-            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": windowed,
+            "present": {"url": true, "html": true, "maxHtmlBytes": MAX_HTML_BYTES, "position": placed,
                         "title": true, "alwaysOnTop": on_top},
             "navigateSchemes": ["http", "https"],
             "snapshotFormats": ["png", "jpeg"],

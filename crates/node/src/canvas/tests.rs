@@ -1262,3 +1262,116 @@ async fn a_page_of_a_trusted_origin_gets_the_action_bridge_and_no_other_page_doe
     assert_eq!(gateway.sent().len(), 2);
     canvas.shutdown().await;
 }
+
+/// The window views of the sway whose runtime directory is `runtime` (`swaymsg -t get_tree`
+/// through its IPC socket there): every node with a `pid`, as JSON.
+fn sway_views(runtime: &Path) -> Vec<Value> {
+    let socket = std::fs::read_dir(runtime)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with("sway-ipc.")))
+        .expect("sway's IPC socket");
+    let tree =
+        std::process::Command::new("swaymsg").args(["-t", "get_tree"]).env("SWAYSOCK", &socket).output().unwrap();
+    assert!(tree.status.success(), "swaymsg: {}", String::from_utf8_lossy(&tree.stderr));
+    let mut views = Vec::new();
+    let mut stack = vec![serde_json::from_slice::<Value>(&tree.stdout).unwrap()];
+    while let Some(node) = stack.pop() {
+        for key in ["nodes", "floating_nodes"] {
+            stack.extend(node[key].as_array().into_iter().flatten().cloned());
+        }
+        if node.get("pid").is_some() {
+            views.push(node);
+        }
+    }
+    views
+}
+
+/// The pixel at (`x`, `y`) of the compositor at `socket`, shot by grim.
+fn wayland_pixel(socket: &str, x: i64, y: i64) -> [u8; 3] {
+    let shot = std::process::Command::new("grim")
+        .args(["-g", &format!("{x},{y} 1x1"), "-t", "ppm", "-"])
+        .env("WAYLAND_DISPLAY", socket)
+        .output()
+        .unwrap();
+    assert!(shot.status.success(), "grim: {}", String::from_utf8_lossy(&shot.stderr));
+    let rgb = &shot.stdout[shot.stdout.len() - 3..];
+    [rgb[0], rgb[1], rgb[2]]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_wayland_compositor_the_canvas_is_an_app_window_of_the_asked_size_and_title() {
+    let _slot = BROWSERS.acquire().await.unwrap();
+    require("chromium", "chromium");
+    require("swaymsg", "sway");
+    require("grim", "grim");
+    let dir = tempfile::tempdir().unwrap();
+    let title = nonce();
+    // Floating, so the compositor keeps the size the client asks for (sway tiles by default);
+    // matched by Chromium's app window id when the window appears (its title comes later).
+    let sway = crate::test_support::sway_with(
+        "output HEADLESS-1 resolution 1024x768\nfor_window [app_id=\"^chrome-\"] floating enable\n",
+    );
+    let options = CanvasOptions {
+        screen: Screen::Wayland(sway.socket.clone()),
+        idle_after_hide: Duration::ZERO,
+        ..CanvasOptions::default()
+    };
+    let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
+    let caps = ok(&canvas, "canvas.caps", json!({})).await;
+    assert_eq!((caps["window"].clone(), caps["headless"].clone()), (json!("wayland"), json!(false)), "{caps}");
+    assert_eq!(caps["present"]["position"], json!(false), "the compositor places windows: {caps}");
+
+    let colour = random_bytes::<3>();
+    let html = format!("<body style=\"margin:0;background:{}\"></body>", hex(colour));
+    ok(&canvas, "canvas.present", json!({"html": html, "width": 500, "height": 300, "title": title})).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let view = loop {
+        let views = sway_views(sway.runtime.path());
+        if let Some(view) = views.iter().find(|view| view["name"] == title.as_str()) {
+            break view.clone();
+        }
+        assert!(Instant::now() < deadline, "no window titled {title} on the compositor: {views:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!((view["window_rect"]["width"].clone(), view["window_rect"]["height"].clone()), (json!(500), json!(300)));
+    let (pid, _, _) = running(&canvas).await;
+    assert!(tree(pid).iter().any(|&(process, _)| i64::from(process) == view["pid"].as_i64().unwrap()), "our browser's");
+    // The page is on the compositor's screen, in the window's middle.
+    let (x, y) = (view["rect"]["x"].as_i64().unwrap() + 250, view["rect"]["y"].as_i64().unwrap() + 150);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while wayland_pixel(&sway.socket, x, y) != colour {
+        assert!(
+            Instant::now() < deadline,
+            "the screen at ({x}, {y}) is {:?}, not {colour:?}",
+            wayland_pixel(&sway.socket, x, y)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Hidden: the window is closed.
+    ok(&canvas, "canvas.hide", json!({})).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sway_views(sway.runtime.path()).iter().any(|view| view["name"] == title.as_str()) {
+        assert!(Instant::now() < deadline, "the window is still on the compositor after hide");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    canvas.shutdown().await;
+}
+
+#[test]
+fn the_nodes_wayland_display_makes_a_window_only_when_a_compositor_answers_on_it() {
+    let runtime = tempfile::tempdir().unwrap();
+    let _compositor = std::os::unix::net::UnixListener::bind(runtime.path().join("wayland-7")).unwrap();
+    let socket = runtime.path().join("wayland-7").display().to_string();
+    let window = |display: &str, runtime: Option<&Path>| {
+        super::wayland_window(Some(display.into()), runtime.map(Path::to_path_buf))
+    };
+    // A name in XDG_RUNTIME_DIR, or an absolute path, as libwayland reads WAYLAND_DISPLAY.
+    assert_eq!(window("wayland-7", Some(runtime.path())), Window::Wayland(socket.clone()));
+    assert_eq!(window(&socket, None), Window::Wayland(socket.clone()));
+    // Nobody listening, no runtime dir for a bare name, nothing set: headless.
+    assert_eq!(window("wayland-8", Some(runtime.path())), Window::Headless);
+    assert_eq!(window("wayland-7", None), Window::Headless);
+    assert_eq!(super::wayland_window(None, Some(runtime.path().to_path_buf())), Window::Headless);
+}
