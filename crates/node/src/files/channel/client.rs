@@ -228,9 +228,12 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
         self.send(b"start").await?;
         let mut received = 0u64;
         while let Some(chunk) = self.next_message().await? {
+            // Acknowledged as soon as it has arrived, before it is written: the node reads and
+            // encodes the next chunk while this one goes to disk (a write that fails ends the
+            // transfer all the same).
+            self.send(b"ack").await?;
             sink(&chunk)?;
             received += chunk.len() as u64;
-            self.send(b"ack").await?;
         }
         Ok(Some(received))
     }

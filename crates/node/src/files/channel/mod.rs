@@ -136,6 +136,10 @@ struct State {
     /// Output: frames retained from sequence `acked` on, the next sequence to give, the next
     /// logical message number.
     out: VecDeque<Arc<str>>,
+    /// Frames of the message being sent that the queue has no room for yet (at most one
+    /// message's, which its producer holds encoded anyway): each poll moves them in as far as the
+    /// room it releases allows, so its answer carries them at once instead of the next poll's.
+    backlog: VecDeque<Arc<str>>,
     acked: u64,
     next_out: u64,
     out_message: u64,
@@ -146,6 +150,18 @@ struct State {
     reassembler: Reassembler,
     inbox: VecDeque<Vec<u8>>,
     inbox_bytes: usize,
+}
+
+impl State {
+    /// Moves backlog frames into the output queue while it has room, numbering them.
+    fn admit_backlog(&mut self) {
+        while self.out.len() < OUTPUT_QUEUE_FRAMES
+            && let Some(frame) = self.backlog.pop_front()
+        {
+            self.out.push_back(frame);
+            self.next_out += 1;
+        }
+    }
 }
 
 impl Channel {
@@ -369,6 +385,7 @@ impl FileChannels {
         let released = (ack - state.acked) as usize;
         state.out.drain(..released);
         state.acked = ack;
+        state.admit_backlog();
         let frames: Vec<Value> = state
             .out
             .iter()
@@ -545,8 +562,8 @@ impl Duplex {
         self.send_frame(frame::ready()).await
     }
 
-    /// Sends one logical message (at most [`frame::MAX_MESSAGE_BYTES`]), waiting for room in the
-    /// output queue frame by frame.
+    /// Sends one logical message (at most [`frame::MAX_MESSAGE_BYTES`]); returns once every
+    /// frame of it is in the output queue, which polls drain as they acknowledge frames.
     pub async fn send(&self, message: &[u8]) -> Result<(), ChannelClosed> {
         debug_assert!(message.len() <= frame::MAX_MESSAGE_BYTES);
         let number = {
@@ -555,24 +572,30 @@ impl Duplex {
             state.out_message += 1;
             state.out_message - 1
         };
-        for payload in frame::fragments(number, message) {
-            self.send_frame(payload).await?;
-        }
-        Ok(())
+        self.send_frames(frame::fragments(number, message)).await
     }
 
     async fn send_frame(&self, payload: String) -> Result<(), ChannelClosed> {
-        let payload: Arc<str> = payload.into();
+        self.send_frames(vec![payload]).await
+    }
+
+    /// Queues `frames` in order: as many as the queue has room for at once, the rest as polls
+    /// release room; waits until the last is in.
+    async fn send_frames(&self, frames: Vec<String>) -> Result<(), ChannelClosed> {
+        {
+            let mut state = self.channel.state();
+            Channel::closed(&state)?;
+            state.backlog.extend(frames.into_iter().map(Arc::from));
+            state.admit_backlog();
+        }
         loop {
             let woken = self.channel.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
             {
-                let mut state = self.channel.state();
+                let state = self.channel.state();
                 Channel::closed(&state)?;
-                if state.out.len() < OUTPUT_QUEUE_FRAMES {
-                    state.out.push_back(payload);
-                    state.next_out += 1;
+                if state.backlog.is_empty() {
                     return Ok(());
                 }
             }
