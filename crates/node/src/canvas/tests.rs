@@ -459,13 +459,7 @@ async fn the_switch_hides_and_refuses_canvas_and_applies_live() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options = CanvasOptions {
-        idle_after_hide: Duration::ZERO,
-        path: None,
-        screen: Screen::Headless,
-        a2ui: a2ui_bundle(),
-        ..CanvasOptions::default()
-    };
+    let options = headless_with_renderer();
     let canvas = CanvasCapability::with_options(settings(dir.path(), false), options);
     let names: Vec<String> = canvas.commands().iter().map(|command| command.name().to_owned()).collect();
     assert_eq!(
@@ -800,6 +794,16 @@ fn a2ui_bundle() -> Vec<std::path::PathBuf> {
     vec![found]
 }
 
+/// A headless canvas that stops its browser at once on hide, with OpenClaw's A2UI renderer.
+fn headless_with_renderer() -> CanvasOptions {
+    CanvasOptions {
+        idle_after_hide: Duration::ZERO,
+        screen: Screen::Headless,
+        a2ui: a2ui_bundle(),
+        ..CanvasOptions::default()
+    }
+}
+
 /// Every text the page shows, through open shadow roots (the renderer's components use them);
 /// not scripts' and styles' text.
 const PAGE_TEXT: &str = "(() => { const out = []; const walk = (node) => { if (node.shadowRoot) walk(node.shadowRoot); \
@@ -812,13 +816,7 @@ async fn a2ui_messages_are_rendered_by_openclaws_renderer_dumped_and_reset() {
     let _slot = BROWSERS.acquire().await.unwrap();
     require("chromium", "chromium");
     let dir = tempfile::tempdir().unwrap();
-    let options = CanvasOptions {
-        idle_after_hide: Duration::ZERO,
-        path: None,
-        screen: Screen::Headless,
-        a2ui: a2ui_bundle(),
-        ..CanvasOptions::default()
-    };
+    let options = headless_with_renderer();
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     assert!(canvas.commands().iter().all(Command::is_listed), "with the renderer every command is listed");
     let caps = ok(&canvas, "canvas.caps", json!({})).await;
@@ -1073,13 +1071,7 @@ async fn a_click_in_an_a2ui_surface_reaches_the_gateways_agent_and_only_from_the
     let _slot = BROWSERS.acquire().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let events = NodeEvents::new();
-    let options = CanvasOptions {
-        idle_after_hide: Duration::ZERO,
-        screen: Screen::Headless,
-        a2ui: a2ui_bundle(),
-        events: events.clone(),
-        ..CanvasOptions::default()
-    };
+    let options = CanvasOptions { events: events.clone(), ..headless_with_renderer() };
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
 
     // Not joined to a gateway: the page is told why, and shows it.
@@ -1188,14 +1180,8 @@ async fn a_page_of_a_trusted_origin_gets_the_action_bridge_and_no_other_page_doe
     let gateway = Recorder::new();
     let route: Arc<dyn EventRoute> = gateway.clone();
     events.route_through(route);
-    let bundle = a2ui_bundle();
-    let options = CanvasOptions {
-        idle_after_hide: Duration::ZERO,
-        screen: Screen::Headless,
-        a2ui: bundle.clone(),
-        events: events.clone(),
-        ..CanvasOptions::default()
-    };
+    let options = CanvasOptions { events: events.clone(), ..headless_with_renderer() };
+    let bundle = options.a2ui.clone();
     let canvas = CanvasCapability::with_options(settings(dir.path(), true), options);
     // A board page of a web origin: the same renderer, served over http, with no bridge of its own.
     let renderer = std::fs::read_to_string(a2ui::find_bundle(&bundle).unwrap()).unwrap();
