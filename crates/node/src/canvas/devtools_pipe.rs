@@ -129,7 +129,11 @@ async fn accept_one(listener: TcpListener, path: String) -> Option<WebSocketStre
         tokio::select! {
             () = &mut deadline => return None,
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of descriptors, say: not a reason to spin until the deadline.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
                 running.retain(|handshake: &tokio::task::AbortHandle| !handshake.is_finished());
                 if running.len() >= HANDSHAKES_AT_ONCE
                     && let Some(oldest) = running.pop_front()
