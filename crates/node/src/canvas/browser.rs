@@ -174,9 +174,14 @@ impl Browser {
             }
         });
         let ready = async {
+            let started = std::time::Instant::now();
+            let ms = |since: std::time::Instant| since.elapsed().as_millis() as u64;
             wait_until_ready(&cdp, &job).await?;
+            tracing::debug!(ms = ms(started), "the canvas browser answers on its DevTools pipe");
             let page = first_page(&cdp, window).await?;
+            tracing::debug!(ms = ms(started), "the canvas page is open");
             let actions = bind_actions(&page).await?;
+            tracing::debug!(ms = ms(started), "the A2UI action binding is set");
             Ok::<_, String>((page, actions))
         };
         let (page, (action_binding, action_calls, action_listener)) = match ready.await {
