@@ -631,9 +631,14 @@ impl Canvas {
     /// the connected gateway's (its canvas host serves A2UI pages) or one of the owner's
     /// `NodeCanvasTrustedOrigins`. The document that got it, or `None` (any other page: no bridge).
     async fn bridge_if_trusted(&self, browser: &Browser) -> Option<ExecutionContextId> {
+        let mut trusted = self.settings.read(|settings| settings.node_canvas_trusted_origins.clone());
+        trusted.extend(self.options.events.gateway_origin());
+        // Nothing trusted (the default, MCP only): no need to ask the page where it is.
+        if trusted.is_empty() {
+            return None;
+        }
         let origin = url::Url::parse(&browser.url().await?).ok()?.origin().ascii_serialization();
-        let owner_trusts = self.settings.read(|settings| settings.node_canvas_trusted_origins.contains(&origin));
-        if !owner_trusts && self.options.events.gateway_origin().as_deref() != Some(origin.as_str()) {
+        if !trusted.contains(&origin) {
             return None;
         }
         let document = browser.main_context().await?;
