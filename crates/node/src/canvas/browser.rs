@@ -86,9 +86,8 @@ pub struct Browser {
     cdp: chromiumoxide::Browser,
     handler: tokio::task::JoinHandle<()>,
     page: chromiumoxide::Page,
-    /// The A2UI action binding's name (random per browser) and its calls, until taken.
+    /// The A2UI action binding's name (random per browser); its calls go to whoever started it.
     action_binding: String,
-    action_calls: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<ActionCall>>>,
     action_listener: tokio::task::JoinHandle<()>,
 }
 
@@ -103,8 +102,13 @@ pub enum Evaluated {
 }
 
 impl Browser {
-    /// Starts `program` at `geometry`'s size, headless or as a window on `window`'s display.
-    pub async fn start(program: &Path, geometry: &Geometry, window: &Window) -> Result<Browser, String> {
+    /// Starts `program` at `geometry`'s size, headless or as a window on `window`'s display. With
+    /// it, the calls its pages make to [`Browser::action_binding`] (the queue ends with it).
+    pub async fn start(
+        program: &Path,
+        geometry: &Geometry,
+        window: &Window,
+    ) -> Result<(Browser, tokio::sync::mpsc::Receiver<ActionCall>), String> {
         use std::os::unix::fs::PermissionsExt;
         let temp = std::env::temp_dir();
         let me = nix::unistd::geteuid().as_raw();
@@ -192,7 +196,7 @@ impl Browser {
                 return Err(error);
             }
         };
-        Ok(Browser {
+        let browser = Browser {
             window: window.clone(),
             job: Some(job),
             pid,
@@ -202,9 +206,9 @@ impl Browser {
             handler,
             page,
             action_binding,
-            action_calls: std::sync::Mutex::new(Some(action_calls)),
             action_listener,
-        })
+        };
+        Ok((browser, action_calls))
     }
 
     /// The name of the function through which the A2UI renderer's page hands the node a user's
@@ -212,11 +216,6 @@ impl Browser {
     /// from the renderer's own document, [`Browser::main_context`] when it was loaded).
     pub fn action_binding(&self) -> &str {
         &self.action_binding
-    }
-
-    /// The calls of [`Browser::action_binding`], for whoever takes them first.
-    pub fn take_action_calls(&self) -> Option<tokio::sync::mpsc::Receiver<ActionCall>> {
-        self.action_calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
     /// The URL of the page's current document.

@@ -314,17 +314,15 @@ impl Canvas {
             })?;
             let started = Instant::now();
             let window = self.options.screen.resolve().await;
-            let browser = Browser::start(&program, geometry, &window).await.map_err(|error| {
+            let (browser, calls) = Browser::start(&program, geometry, &window).await.map_err(|error| {
                 ToolFailure::new(format!("CANVAS_NOT_AVAILABLE: the canvas browser did not start: {error}"))
                     .with_code("CANVAS_NOT_AVAILABLE")
             })?;
             tracing::info!(ms = started.elapsed().as_millis() as u64, ?window, "canvas browser ready");
             // Execution context ids are the browser's own: none of the last one's is trusted here.
             state.bridge_context = None;
-            if let Some(calls) = browser.take_action_calls() {
-                // Ends when the browser stops (its listener, the queue's sender, is aborted).
-                tokio::spawn(forward_actions(Arc::downgrade(self), calls));
-            }
+            // Ends when the browser stops (its listener, the queue's sender, is aborted).
+            tokio::spawn(forward_actions(Arc::downgrade(self), calls));
             state.browser = Some(browser);
         }
         Ok(state.browser.as_ref().expect("set above"))
