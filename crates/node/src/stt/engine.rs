@@ -6,15 +6,26 @@
 //! in Whisper's 30 s windows, and a cancelled call stops before its next window (a window in
 //! progress finishes first: the binding offers no way to interrupt one). Each window that holds
 //! words is one segment, timed by where its sound is ([`speech_span`]).
+//!
+//! The binding's high-level `Whisper` is not used: its spectrogram differs from the one Whisper
+//! was trained on ([`super::features`] says how) and its prompt gives an English-only model the
+//! language and task tokens it never saw (tiny.en then drops or changes words, and stops at its
+//! first timestamp). This file decodes as faster-whisper does: the features, the prompt
+//! (`<|startoftranscript|>`, the language and task only for a multilingual model,
+//! `<|notimestamps|>`, the previous windows' words after `<|startofprev|>`), beam 5.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ct2rs::{Config, Whisper, WhisperOptions};
+use ct2rs::Tokenizer as _;
+use ct2rs::sys::{StorageView, Whisper};
+use ct2rs::tokenizers::hf;
+use ct2rs::{Config, WhisperOptions};
 use tokio::sync::Semaphore;
 
 use super::decode::SAMPLE_RATE;
+use super::features::{HOP, MelFilters, WINDOW_FRAMES};
 
 /// One transcribed stretch of speech.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,9 +42,16 @@ pub enum EngineError {
     Failed(String),
 }
 
+/// A loaded model: the network, its tokenizer, the filter bank for its mel count.
+struct Model {
+    whisper: Whisper,
+    tokenizer: hf::Tokenizer,
+    filters: MelFilters,
+}
+
 /// The loaded model and the one-at-a-time permit.
 pub struct Engine {
-    loaded: Mutex<Option<(PathBuf, Arc<Whisper>)>>,
+    loaded: Mutex<Option<(PathBuf, Arc<Model>)>>,
     permit: Arc<Semaphore>,
 }
 
@@ -43,8 +61,9 @@ impl Default for Engine {
     }
 }
 
-/// Samples per Whisper window (30 s).
-const WINDOW: usize = 30 * SAMPLE_RATE as usize;
+/// At most this many of the previous windows' tokens prompt the next one (faster-whisper's
+/// `max_length // 2 - 1`).
+const MAX_PREVIOUS_TOKENS: usize = 223;
 
 impl Engine {
     /// Transcribes `samples` (16 kHz mono) with the model in `model_dir`, in `language` (a
@@ -84,19 +103,22 @@ impl Engine {
         outcome.map_err(|e| EngineError::Failed(format!("Transcribe failed: {e}")))?
     }
 
-    fn model(&self, dir: &Path) -> Result<Arc<Whisper>, EngineError> {
+    fn model(&self, dir: &Path) -> Result<Arc<Model>, EngineError> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((at, whisper)) = &*loaded
+        if let Some((at, model)) = &*loaded
             && at == dir
         {
-            return Ok(whisper.clone());
+            return Ok(model.clone());
         }
-        let whisper = Whisper::new(dir, Config::default()).map_err(|e| {
+        let cannot_load = |e: anyhow::Error| {
             EngineError::Failed(format!("Transcribe failed: cannot load the model in {}: {e:#}", dir.display()))
-        })?;
-        let whisper = Arc::new(whisper);
-        *loaded = Some((dir.to_owned(), whisper.clone()));
-        Ok(whisper)
+        };
+        let whisper = Whisper::new(dir, Config::default()).map_err(cannot_load)?;
+        let tokenizer = hf::Tokenizer::new(dir).map_err(cannot_load)?;
+        let filters = MelFilters::new(whisper.n_mels());
+        let model = Arc::new(Model { whisper, tokenizer, filters });
+        *loaded = Some((dir.to_owned(), model.clone()));
+        Ok(model)
     }
 
     fn run(
@@ -106,31 +128,79 @@ impl Engine {
         language: Option<&str>,
         stop: &AtomicBool,
     ) -> Result<Vec<Segment>, EngineError> {
-        let whisper = self.model(dir)?;
+        let failed = |e: anyhow::Error| EngineError::Failed(format!("Transcribe failed: {e:#}"));
+        let model = self.model(dir)?;
+        let mel = model.filters.log_mel(samples);
+        // faster-whisper's defaults: beam 5, patience 1, the model's suppressed tokens.
         let options = WhisperOptions::default();
+        let mut previous: Vec<String> = Vec::new();
         let mut segments = Vec::new();
-        for (index, window) in samples.chunks(WINDOW).enumerate() {
+        let mut seek = 0;
+        while seek < mel.content_frames() {
             if stop.load(Ordering::Relaxed) {
                 return Err(EngineError::Cancelled);
             }
-            let offset_ms = (index * WINDOW) as u64 * 1000 / u64::from(SAMPLE_RATE);
-            // Without timestamps: with them, this binding's prompt for an English-only model (it
-            // adds the language and task tokens such a model was not trained with) makes tiny.en
-            // stop after its first timestamp token, so `generate_segments` answers empty text.
-            let texts = whisper
-                .generate(window, language, false, &options)
-                .map_err(|e| EngineError::Failed(format!("Transcribe failed: {e:#}")))?;
-            let text =
-                texts.iter().map(|text| text.trim()).filter(|text| !text.is_empty()).collect::<Vec<_>>().join(" ");
+            let frames = (mel.content_frames() - seek).min(WINDOW_FRAMES);
+            let mut window = mel.window(seek, frames);
+            let features =
+                StorageView::new(&[1, mel.mels(), WINDOW_FRAMES], &mut window, Default::default()).map_err(failed)?;
+            // A multilingual model is told the language (or finds it out) once per window, from
+            // the encoder's output, which generation then reuses.
+            let (input, language_token) = if model.whisper.is_multilingual() {
+                let encoded = model.whisper.encode(&features, false).map_err(failed)?;
+                let token = match language {
+                    Some(language) => format!("<|{language}|>"),
+                    None => model
+                        .whisper
+                        .detect_language(&encoded)
+                        .map_err(failed)?
+                        .into_iter()
+                        .next()
+                        .and_then(|ranked| ranked.into_iter().next())
+                        .map(|best| best.language)
+                        .ok_or_else(|| EngineError::Failed("Transcribe failed: no language detected".into()))?,
+                };
+                (Some(encoded), Some(token))
+            } else {
+                (None, None)
+            };
+            let prompt = prompt(&previous, language_token.as_deref());
+            let results =
+                model.whisper.generate(input.as_ref().unwrap_or(&features), &[prompt], &options).map_err(failed)?;
+            let tokens =
+                results.into_iter().next().and_then(|result| result.sequences.into_iter().next()).unwrap_or_default();
+            let text = model.tokenizer.decode(tokens.clone()).map_err(failed)?.trim().to_owned();
+            previous.extend(tokens);
+            let start = seek * HOP;
+            let window_samples = &samples[start.min(samples.len())..((seek + frames) * HOP).min(samples.len())];
+            seek += frames;
             if text.is_empty() {
                 continue;
             }
-            let window_ms = window.len() as u64 * 1000 / u64::from(SAMPLE_RATE);
-            let (start_ms, end_ms) = speech_span(window).unwrap_or((0, window_ms));
+            let offset_ms = start as u64 * 1000 / u64::from(SAMPLE_RATE);
+            let window_ms = window_samples.len() as u64 * 1000 / u64::from(SAMPLE_RATE);
+            let (start_ms, end_ms) = speech_span(window_samples).unwrap_or((0, window_ms));
             segments.push(Segment { text, start_ms: offset_ms + start_ms, end_ms: offset_ms + end_ms });
         }
         Ok(segments)
     }
+}
+
+/// faster-whisper's prompt without timestamps: the last words heard (so a sentence cut by a
+/// window boundary reads on), the start of transcript, the language and task for a
+/// multilingual model only (an English-only model was trained without them), no timestamps.
+fn prompt<'a>(previous: &'a [String], language_token: Option<&'a str>) -> Vec<&'a str> {
+    let mut prompt = Vec::new();
+    if !previous.is_empty() {
+        prompt.push("<|startofprev|>");
+        prompt.extend(previous[previous.len().saturating_sub(MAX_PREVIOUS_TOKENS)..].iter().map(String::as_str));
+    }
+    prompt.push("<|startoftranscript|>");
+    if let Some(language_token) = language_token {
+        prompt.extend([language_token, "<|transcribe|>"]);
+    }
+    prompt.push("<|notimestamps|>");
+    prompt
 }
 
 /// Where in `window` there is sound: from the first to the last 10 ms frame whose RMS is within

