@@ -180,8 +180,9 @@ pub struct StatelessRouting {
 /// message, so a stateless client's requests reach the server with the headers it would have
 /// sent itself.
 pub fn stateless_routing(body: &[u8]) -> Option<StatelessRouting> {
-    // The common case, a legacy message, costs one byte scan rather than a parse.
-    if !body.windows(META_PROTOCOL_VERSION.len()).any(|window| window == META_PROTOCOL_VERSION.as_bytes()) {
+    // The common case, a legacy message, costs one byte scan rather than a parse (a vectorised
+    // search: comparing every window was a quarter of `clawmcp call`'s CPU in a file upload).
+    if memchr::memmem::find(body, META_PROTOCOL_VERSION.as_bytes()).is_none() {
         return None;
     }
     let crate::jsonrpc::Incoming::Request { method, params, .. } = crate::jsonrpc::parse(body).ok()? else {

@@ -183,20 +183,22 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
             duplex.abort("more bytes than sizeBytes");
             return Err(integrity(format!("received more than sizeBytes {} bytes", plan.size), &canonical));
         }
-        hash.update(&message);
-        let file = temp.take().expect("the temp file is back after each write");
-        temp = Some(
-            blocking_result({
-                let canonical = canonical.clone();
-                move || {
-                    let mut file = file;
-                    file.write_all(&message).map_err(|error| write_error(&error, &canonical))?;
-                    Ok(file)
-                }
-            })
-            .await?,
-        );
+        // Acknowledged on arrival, before it is hashed and written: the client sends the next
+        // message meanwhile (a write that fails still fails the call, and nothing is published
+        // before the size and hash of the whole file match).
         duplex.send(json!({"received": received}).to_string().as_bytes()).await.map_err(closed)?;
+        let (file, hasher) = (temp.take().expect("the temp file is back after each write"), hash);
+        let (file, hasher) = blocking_result({
+            let canonical = canonical.clone();
+            move || {
+                let (mut file, mut hasher) = (file, hasher);
+                hasher.update(&message);
+                file.write_all(&message).map_err(|error| write_error(&error, &canonical))?;
+                Ok((file, hasher))
+            }
+        })
+        .await?;
+        (temp, hash) = (Some(file), hasher);
     }
     let sha256 = hex(&hash.finalize());
     if received != plan.size {

@@ -437,6 +437,7 @@ impl FileChannels {
                 return Err(self.violation(&channel, format!("{INPUT}: {error}")));
             }
         };
+        let completed_message = message.is_some();
         if let Some(message) = message {
             state.inbox_bytes += message.len();
             state.inbox.push_back(message);
@@ -461,7 +462,11 @@ impl FileChannels {
         state.next_in = seq + 1;
         state.previous_input = Some(payload.to_owned());
         drop(state);
-        channel.wake.notify_waiters();
+        // Only a whole message is news to the command (`recv` hands out messages): waking it for
+        // each of a message's 128 fragments cost a task switch per input request.
+        if completed_message {
+            channel.wake.notify_waiters();
+        }
         Ok(json!({"v": 1, "seq": seq}))
     }
 
