@@ -182,9 +182,7 @@ pub struct StatelessRouting {
 pub fn stateless_routing(body: &[u8]) -> Option<StatelessRouting> {
     // The common case, a legacy message, costs one byte scan rather than a parse (a vectorised
     // search: comparing every window was a quarter of `clawmcp call`'s CPU in a file upload).
-    if memchr::memmem::find(body, META_PROTOCOL_VERSION.as_bytes()).is_none() {
-        return None;
-    }
+    memchr::memmem::find(body, META_PROTOCOL_VERSION.as_bytes())?;
     let crate::jsonrpc::Incoming::Request { method, params, .. } = crate::jsonrpc::parse(body).ok()? else {
         return None;
     };
