@@ -234,11 +234,23 @@ fn error_name(error: &zbus::Error) -> Option<String> {
     }
 }
 
+/// The text a D-Bus error reply carries (GeoClue's reason, e.g. "'clawmcp' disallowed by
+/// configuration"). zbus maps the standard names to `Error::FDO`, whose own `description()`
+/// is only "FDO error": the reason is the inner error's.
+fn error_message(error: &zbus::Error) -> Option<String> {
+    use zbus::DBusError;
+    match error {
+        zbus::Error::MethodError(_, message, _) => message.clone(),
+        zbus::Error::FDO(fdo) => fdo.description().map(str::to_owned),
+        _ => None,
+    }
+}
+
 /// GeoClue's refusal (its agent or configuration) or a failure, from a method's error.
 fn refused_or_failed(step: &str, error: zbus::Error) -> LocateError {
     match error_name(&error).as_deref() {
         Some("org.freedesktop.DBus.Error.AccessDenied") => {
-            LocateError::Denied(error.description().map_or_else(|| format!("{step} was refused"), str::to_owned))
+            LocateError::Denied(error_message(&error).unwrap_or_else(|| format!("{step} was refused")))
         }
         Some("org.freedesktop.DBus.Error.ServiceUnknown") => {
             LocateError::NotAvailable(format!("GeoClue is not running and the system bus cannot start it ({error})"))

@@ -22,10 +22,12 @@ use serde_json::json;
 
 use super::*;
 use crate::capability::Caller;
-use crate::test_support::{STARTUP_DEADLINE, Spawned, private_bus_of_type, wait_for_name};
+use crate::test_support::{STARTUP_DEADLINE, Spawned, private_bus_of_type, require, wait_for_name};
 
 const GEOCLUE: &str = "/usr/libexec/geoclue";
 const AGENT: &str = "/usr/libexec/geoclue-2.0/demos/agent";
+/// The one configuration file geoclue reads.
+const SYSTEM_CONFIG: &str = "/etc/geoclue/geoclue.conf";
 
 /// Random coordinates, as NMEA can carry them (ddmm.mmmmmm: 1/60 µ-minute steps).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -173,10 +175,21 @@ struct GeoClueHost {
 
 impl GeoClueHost {
     async fn start(first: Option<Coordinates>, with_agent: bool) -> GeoClueHost {
+        GeoClueHost::start_configured(first, with_agent, None).await
+    }
+
+    /// Like [`GeoClueHost::start`], with `extra` appended to the system's geoclue.conf: geoclue
+    /// reads only that fixed path, so it runs in a private mount namespace with the file
+    /// bind-mounted over it (`unshare`, util-linux; nothing outside the test sees it).
+    async fn start_configured(first: Option<Coordinates>, with_agent: bool, extra: Option<&str>) -> GeoClueHost {
         let dir = tempfile::tempdir().unwrap();
         let (bus, address) = system_bus(dir.path());
         let socket = dir.path().join("nmea.sock");
         let feeder = Feeder::unix(&socket, first);
+        if let Some(extra) = extra {
+            let system = std::fs::read_to_string(SYSTEM_CONFIG).expect("geoclue's configuration (Debian: geoclue-2.0)");
+            std::fs::write(dir.path().join("geoclue.conf"), format!("{system}\n{extra}\n")).unwrap();
+        }
         let geoclue = start_geoclue(dir.path(), &address, &socket).await;
         let mut host = GeoClueHost { agent: None, geoclue, bus, feeder, address, dir };
         if with_agent {
@@ -243,10 +256,26 @@ fn system_bus(dir: &Path) -> (Spawned, String) {
 async fn start_geoclue(dir: &Path, address: &str, socket: &Path) -> Spawned {
     // GLib writes debug messages (the agent's registration, which the tests wait for) to stdout,
     // which nobody reads: the shell hands geoclue its stderr log as stdout too, then becomes it
-    // (exec: the PID killed at the end is geoclue's).
-    let mut command = Process::new("sh");
+    // (exec: the PID killed at the end is geoclue's). With a configuration of the test's own
+    // (`dir/geoclue.conf`), `unshare` gives the shell a private mount namespace (and a user
+    // namespace, so no privilege is needed) where that file is bind-mounted over the system's,
+    // then execs it: still one PID.
+    let config = dir.join("geoclue.conf");
+    let mut command = if config.exists() {
+        require("unshare", "util-linux");
+        let mut command = Process::new("unshare");
+        command
+            .args(["--user", "--map-current-user", "--mount", "sh", "-c"])
+            .arg(format!("mount --bind \"$CLAWMCP_GEOCLUE_CONF\" {SYSTEM_CONFIG} && exec \"$0\" \"$@\" >&2"));
+        command.env("CLAWMCP_GEOCLUE_CONF", &config);
+        command
+    } else {
+        let mut command = Process::new("sh");
+        command.args(["-c", "exec \"$0\" \"$@\" >&2"]);
+        command
+    };
     command
-        .args(["-c", "exec \"$0\" \"$@\" >&2", GEOCLUE, "-t", "0", "--nmea-socket"])
+        .args([GEOCLUE, "-t", "0", "--nmea-socket"])
         .arg(socket)
         .env("DBUS_SYSTEM_BUS_ADDRESS", address)
         .env("G_MESSAGES_DEBUG", "all");
@@ -443,6 +472,23 @@ async fn geoclue_without_an_agent_says_one_is_needed() {
     assert!(failure.message.contains("location agent"), "{}", failure.message);
     assert!(failure.message.contains("/usr/libexec/geoclue-2.0/demos/agent"), "{}", failure.message);
     assert!(host.agent.is_none());
+}
+
+/// GeoClue's own refusal, end to end: its configuration disallows this program (an agent is
+/// running and a fix is fed, so nothing else could stop it).
+#[tokio::test]
+async fn geoclue_refusing_this_program_is_the_permission_error() {
+    let refusal = format!("[{}]\nallowed=false\nsystem=false\nusers=", geoclue::DESKTOP_ID);
+    let host = GeoClueHost::start_configured(Some(random_coordinates()), true, Some(&refusal)).await;
+    let command = capability(host.dir.path(), host.config());
+    let failure = call(&command, json!({"maxAge": 0, "locationTimeout": 5000})).await.unwrap_err();
+    assert_eq!(failure.code, Some(LOCATION_PERMISSION_REQUIRED), "{}", failure.message);
+    assert!(failure.message.starts_with("LOCATION_PERMISSION_REQUIRED: GeoClue refused"), "{}", failure.message);
+    assert!(failure.message.contains("'clawmcp' disallowed by configuration"), "{}", failure.message);
+    // The same daemons without the entry answer: the refusal was the configuration's.
+    let allowed = GeoClueHost::start_configured(Some(random_coordinates()), true, Some("")).await;
+    let command = capability(allowed.dir.path(), allowed.config());
+    assert!(call(&command, json!({"maxAge": 0, "accuracy": "precise"})).await.is_ok());
 }
 
 #[tokio::test]
