@@ -2,8 +2,9 @@
 # Benchmark `clawmcp node` against the real `openclaw node run` (npm), both joined to the same
 # real OpenClaw gateway on 127.0.0.1, side by side in one run, and print the ratios: VmRSS of
 # each node's process tree idle and after --invokes system.which invokes, and the invoke round
-# trip through the gateway (p50/p99). A script that reports numbers, not a test (targets: at
-# least 40x smaller, faster at p50 and p99).
+# trip through the gateway (p50/p99), and unary file.fetch of an 8 MiB file through it. A script
+# that reports numbers, not a test (targets: at least 40x smaller, faster at p50 and p99; file.fetch
+# faster than the real node host).
 #
 # Usage: bench/node_gateway.sh [--invokes N] [--write-results]
 #   --invokes        system.which invokes per node (default 1000, max 5000; batches of 100)

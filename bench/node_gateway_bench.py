@@ -1,8 +1,9 @@
 """`clawmcp node` vs the real `openclaw node run`, both joined to the same real gateway, side by
-side in one run: VmRSS of each node's process tree idle and after N system.which invokes, and
-the invoke round trip through the gateway (p50/p99), interleaved in batches so both see the
-same machine load. Reports numbers; asserts nothing (targets from the issue: >= 40x smaller,
-faster at p50 and p99).
+side in one run: VmRSS of each node's process tree idle and after N system.which invokes, the
+invoke round trip through the gateway (p50/p99), and `file.fetch` of one random file (unary:
+base64 in the invoke's payload, each answer's sha256 checked once), interleaved in batches so
+both see the same machine load. Reports numbers; asserts nothing but the fetched bytes (targets
+from the issues: >= 40x smaller, faster at p50 and p99; file.fetch faster than the real node).
 
 Setup (both nodes started, paired and approved) is the e2e suite's own (e2e/gateway/node_mode.py).
 """
@@ -10,6 +11,9 @@ Setup (both nodes started, paired and approved) is the e2e suite's own (e2e/gate
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -27,6 +31,43 @@ from machine import cpu_model, mem_total_gib, os_name, percentile  # noqa: E402
 
 SETTLE_S = 5
 BATCH = 100
+# file.fetch: unary answers are at most 16 MiB (upstream's maxBytes cap).
+FETCH_BATCH = 5
+MAX_FETCH_BYTES = 16 * 1024 * 1024
+
+
+def allow_file_fetch(suite: node_mode.Suite) -> None:
+    """gateway.nodes.commands.allow [file.fetch] (the gateway admits no file command by default),
+    hot-reloaded before the nodes connect, as e2e/gateway/node_files.py does."""
+    config_path = suite.gateway.root / "state" / "openclaw.json"
+    log = suite.gateway.log
+    applied_before = log.read_text("utf-8", "replace").count("config hot reload applied")
+    config = json.loads(config_path.read_text())
+    config.setdefault("gateway", {}).setdefault("nodes", {})["commands"] = {"allow": ["file.fetch"]}
+    staged = config_path.with_suffix(".json.bench-tmp")
+    staged.write_text(json.dumps(config, indent=2) + "\n")
+    staged.chmod(0o600)
+    os.replace(staged, config_path)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        lines = [line for line in log.read_text("utf-8", "replace").splitlines() if "config hot reload applied" in line]
+        if any("gateway.nodes.commands" in line for line in lines[applied_before:]):
+            return
+        time.sleep(0.1)
+    raise SystemExit("the gateway did not hot-reload gateway.nodes.commands within 30 s")
+
+
+def fetched_bytes(answer: dict, what: str) -> bytes:
+    """The bytes of one node.invoke file.fetch answer, its sha256 checked."""
+    payload = answer.get("payload")
+    if payload is None and isinstance(answer.get("payloadJSON"), str):
+        payload = json.loads(answer["payloadJSON"])
+    if not isinstance(payload, dict) or payload.get("ok") is False or "base64" not in payload:
+        raise SystemExit(f"{what}: file.fetch failed: {json.dumps(answer)[:600]}")
+    data = base64.b64decode(payload["base64"])
+    if hashlib.sha256(data).hexdigest() != payload.get("sha256"):
+        raise SystemExit(f"{what}: the bytes do not match the sha256 in the answer")
+    return data
 
 
 def rss_mb(pid: int) -> float:
@@ -39,15 +80,30 @@ def main() -> int:
     parser.add_argument("--clawmcp-bin", required=True)
     parser.add_argument("--artifacts", required=True)
     parser.add_argument("--invokes", type=int, default=1000)
+    parser.add_argument("--fetch-mib", type=int, default=8)
+    parser.add_argument("--fetches", type=int, default=20)
     parser.add_argument("--write-results", default="")
     parser.add_argument("--command-line", default="bench/node_gateway.sh")
     args = parser.parse_args()
     invokes = max(BATCH, min(args.invokes, 5000)) // BATCH * BATCH
+    fetch_bytes = max(1, min(args.fetch_mib * 1024 * 1024, MAX_FETCH_BYTES))
+    fetches = max(FETCH_BATCH, min(args.fetches, 200)) // FETCH_BATCH * FETCH_BATCH
     load_before = "/".join(f"{x:.2f}" for x in os.getloadavg())
 
     suite = node_mode.Suite(argparse.Namespace(gateway_env=args.gateway_env, clawmcp_bin=args.clawmcp_bin,
                                                artifacts=args.artifacts))
+    served = Path(args.artifacts) / "served"
+    served.mkdir(parents=True, exist_ok=True)
+    fetched = served / "fetch.bin"
+    content = os.urandom(fetch_bytes)
+    fetched.write_bytes(content)
+    # Our node serves files under NodeFileRoots only (default: its HOME, which is private here).
+    suite.data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    settings = suite.data / "settings.json"
+    settings.write_text(json.dumps({"NodeFileRoots": [str(served)]}) + "\n")
+    settings.chmod(0o600)
     try:
+        allow_file_fetch(suite)
         suite.start_ours()
         suite.start_real()
         suite.pending()
@@ -67,6 +123,23 @@ def main() -> int:
                     raise SystemExit(f"{name}: {summary['failed']} invokes failed: {summary.get('first_error')}")
                 latencies[name].extend(summary["latencies_ms"])
         after = {name: rss_mb(pid) for name, (pid, _) in nodes.items()}
+        fetch_latencies: dict[str, list[float]] = {name: [] for name in nodes}
+        for name, (_, node_id) in nodes.items():
+            params = {"nodeId": node_id, "command": "file.fetch",
+                      "params": {"path": str(fetched), "maxBytes": MAX_FETCH_BYTES},
+                      "idempotencyKey": f"bench-fetch-check-{node_id}", "timeoutMs": 60000}
+            if fetched_bytes(suite.gateway.rpc("node.invoke", params, timeout_s=120), name) != content:
+                raise SystemExit(f"{name}: file.fetch answered other bytes than the file's")
+        for batch in range(fetches // FETCH_BATCH):
+            order = list(nodes.items()) if batch % 2 == 0 else list(reversed(nodes.items()))
+            for name, (_, node_id) in order:
+                params = {"nodeId": node_id, "command": "file.fetch",
+                          "params": {"path": str(fetched), "maxBytes": MAX_FETCH_BYTES},
+                          "idempotencyKey": "bench-fetch-{i}", "timeoutMs": 60000}
+                summary = suite.gateway.rpc("node.invoke", params, count=FETCH_BATCH, timeout_s=600, latencies=True)
+                if summary.get("failed"):
+                    raise SystemExit(f"{name}: {summary['failed']} fetches failed: {summary.get('first_error')}")
+                fetch_latencies[name].extend(summary["latencies_ms"])
     finally:
         suite.stop()
 
@@ -82,6 +155,10 @@ def main() -> int:
         rows.append(f"| system.which invoke {label} (through the gateway) | {a:.2f} ms | {b:.2f} ms | {b / a:.2f}x faster |")
     mean = {name: statistics.fmean(values) for name, values in latencies.items()}
     rows.append(f"| system.which invoke mean | {mean[ours]:.2f} ms | {mean[real]:.2f} ms | {mean[real] / mean[ours]:.2f}x faster |")
+    mib = fetch_bytes / (1024 * 1024)
+    for label, p in (("p50", 50), ("p99", 99)):
+        a, b = percentile(fetch_latencies[ours], p), percentile(fetch_latencies[real], p)
+        rows.append(f"| file.fetch {mib:g} MiB {label} (through the gateway) | {a:.1f} ms | {b:.1f} ms | {b / a:.2f}x faster |")
     print("\n".join(rows))
     if args.write_results:
         version = subprocess.run([args.clawmcp_bin, "--version"], capture_output=True, text=True).stdout.strip()
@@ -96,7 +173,9 @@ def main() -> int:
             f"`system.which {{bins:[sh]}}` invokes each. The round trip is one `node.invoke` from an operator "
             f"connection through the gateway to the node and back, sequential, in batches of {BATCH} alternating "
             "between the two nodes so both see the same load. Targets (issue 10): at least 40x smaller; faster at "
-            "p50 and p99.",
+            f"p50 and p99. Then `file.fetch` of one {mib:g} MiB random file, unary (the bytes as base64 in the "
+            f"invoke's payload), {fetches} times each in batches of {FETCH_BATCH}, alternating; one answer of each "
+            "checked byte for byte and against its sha256 first (issue 12: faster than the real node host).",
             "",
             f"Machine: {os.cpu_count()} cores ({cpu_model()}), {mem_total_gib():.0f} GiB RAM, {os_name()}; load average "
             f"before the run {load_before}.",

@@ -223,13 +223,16 @@ await Promise.all(Array.from({ length: Math.min(opts.inFlight, opts.count) }, wo
 clearTimeout(deadline);
 ws.close(1000);
 
+// process.exit() does not wait for a pipe to take a large write (an 8 MiB file.fetch answer
+// was cut at the pipe's 64 KiB): exit once the write has been flushed.
+const flushed = (text) => new Promise((resolve) => process.stdout.write(text, resolve));
 if (opts.count === 1) {
   if (failed) fail(`${opts.method} failed: ${JSON.stringify(firstError)}`);
-  process.stdout.write(JSON.stringify(lastPayload) + "\n");
+  await flushed(JSON.stringify(lastPayload) + "\n");
 } else {
   const summary = { method: opts.method, count: opts.count, ok, failed, elapsed_ms: Date.now() - started, first_error: firstError };
   if (opts.latencies) summary.latencies_ms = latencies;
-  process.stdout.write(JSON.stringify(summary) + "\n");
+  await flushed(JSON.stringify(summary) + "\n");
   if (failed) process.exit(1);
 }
 process.exit(0);
