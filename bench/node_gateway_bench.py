@@ -36,27 +36,6 @@ FETCH_BATCH = 5
 MAX_FETCH_BYTES = 16 * 1024 * 1024
 
 
-def allow_file_fetch(suite: node_mode.Suite) -> None:
-    """gateway.nodes.commands.allow [file.fetch] (the gateway admits no file command by default),
-    hot-reloaded before the nodes connect, as e2e/gateway/node_files.py does."""
-    config_path = suite.gateway.root / "state" / "openclaw.json"
-    log = suite.gateway.log
-    applied_before = log.read_text("utf-8", "replace").count("config hot reload applied")
-    config = json.loads(config_path.read_text())
-    config.setdefault("gateway", {}).setdefault("nodes", {})["commands"] = {"allow": ["file.fetch"]}
-    staged = config_path.with_suffix(".json.bench-tmp")
-    staged.write_text(json.dumps(config, indent=2) + "\n")
-    staged.chmod(0o600)
-    os.replace(staged, config_path)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        lines = [line for line in log.read_text("utf-8", "replace").splitlines() if "config hot reload applied" in line]
-        if any("gateway.nodes.commands" in line for line in lines[applied_before:]):
-            return
-        time.sleep(0.1)
-    raise SystemExit("the gateway did not hot-reload gateway.nodes.commands within 30 s")
-
-
 def fetched_bytes(answer: dict, what: str) -> bytes:
     """The bytes of one node.invoke file.fetch answer, its sha256 checked."""
     payload = answer.get("payload")
@@ -109,7 +88,8 @@ def main() -> int:
     settings.write_text(json.dumps({"NodeFileRoots": [str(served)]}) + "\n")
     settings.chmod(0o600)
     try:
-        allow_file_fetch(suite)
+        # The gateway admits no file command by default.
+        suite.gateway.allow_node_commands(["file.fetch"])
         suite.start_ours()
         suite.start_real()
         suite.pending()

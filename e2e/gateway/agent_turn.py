@@ -199,24 +199,10 @@ class Suite:
 
     def reconfigure(self, change: Callable[[dict[str, Any]], None], keys: tuple[str, ...]) -> str:
         """Rewrite the gateway's config and wait for the hot reload that names every one of keys."""
-        applied_before = self.gateway_log().count("config hot reload applied")
-        config = json.loads(self.config_path.read_text())
-        change(config)
-        staged = self.config_path.with_suffix(".json.e2e-tmp")
-        staged.write_text(json.dumps(config, indent=2) + "\n")
-        staged.chmod(0o600)
-        os.replace(staged, self.config_path)
-
-        def applied() -> str | None:
-            lines = [line for line in self.gateway_log().splitlines() if "config hot reload applied" in line]
-            fresh = lines[applied_before:]
-            return next((line for line in fresh if all(key in line for key in keys)), None)
-
         try:
-            line = wait_for(f"the gateway to hot-reload {', '.join(keys)}", applied, timeout_s=30)
-        except Failed as err:
-            tail = "\n".join(self.gateway_log().splitlines()[-15:])
-            raise Failed(f"{err}\ngateway log tail:\n{tail}") from None
+            line = self.gateway.reconfigure(change, keys)
+        except RuntimeError as err:
+            raise Failed(str(err)) from None
         return line.split("[reload] ", 1)[-1]
 
     def send_turn(self, label: str) -> tuple[str, str]:

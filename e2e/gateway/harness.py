@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 SEEDED_SESSION = "agent:main:main"
@@ -121,6 +122,42 @@ class Gateway:
         steered into it and never become its own transcript row."""
         started = self.rpc("chat.send", {"sessionKey": SEEDED_SESSION, "message": text, "idempotencyKey": key})
         return self.rpc("agent.wait", {"runId": started["runId"], "timeoutMs": 60000}) | {"runId": started["runId"]}
+
+    def reconfigure(self, change: Callable[[dict[str, Any]], None], keys: tuple[str, ...], timeout_s: float = 30) -> str:
+        """Rewrites the gateway's config file (whole, atomically, 0600) with change applied and
+        waits for the hot reload whose log line names every one of keys; returns that line.
+        Raises RuntimeError (with the log's tail) when none comes within timeout_s."""
+        config_path = self.root / "state" / "openclaw.json"
+
+        def log_text() -> str:
+            # Its console colours can sit between the words of a line.
+            return re.sub(r"\x1b\[[0-9;]*m", "", self.log.read_text("utf-8", "replace"))
+
+        applied_before = log_text().count("config hot reload applied")
+        config = json.loads(config_path.read_text())
+        change(config)
+        staged = config_path.with_suffix(".json.e2e-tmp")
+        staged.write_text(json.dumps(config, indent=2) + "\n")
+        staged.chmod(0o600)
+        os.replace(staged, config_path)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            lines = [line for line in log_text().splitlines() if "config hot reload applied" in line]
+            applied = next((line for line in lines[applied_before:] if all(key in line for key in keys)), None)
+            if applied:
+                return applied
+            time.sleep(0.1)
+        raise RuntimeError(f"the gateway did not hot-reload {', '.join(keys)} within {timeout_s:g} s; "
+                           f"gateway log tail:\n{self.log_tail(15)}")
+
+    def allow_node_commands(self, commands: list[str]) -> str:
+        """gateway.nodes.commands.allow = commands, hot-reloaded (the gateway admits no file
+        command, and nothing outside its defaults, without it); returns the reload's log line."""
+
+        def allow(config: dict[str, Any]) -> None:
+            config.setdefault("gateway", {}).setdefault("nodes", {})["commands"] = {"allow": commands}
+
+        return self.reconfigure(allow, ("gateway.nodes.commands",))
 
     def log_tail(self, lines: int = 30) -> str:
         try:

@@ -173,7 +173,6 @@ class Suite:
         (self.artifacts / "cli").mkdir(exist_ok=True)
         self.rows: list[tuple[str, bool, str]] = []
         self.done: set[str] = set()
-        self.config_path = self.gateway.root / "state" / "openclaw.json"
         self.data = self.artifacts / "ours-data"
         self.cli_home = self.artifacts / "cli-home"
         self.ours: subprocess.Popen | None = None
@@ -347,20 +346,10 @@ class Suite:
 
     # -- checks --------------------------------------------------------------------------------
     def gateway_allow(self) -> str:
-        log = self.gateway.log
-        applied_before = log.read_text("utf-8", "replace").count("config hot reload applied")
-        config = json.loads(self.config_path.read_text())
-        config.setdefault("gateway", {}).setdefault("nodes", {})["commands"] = {"allow": ALLOW}
-        staged = self.config_path.with_suffix(".json.e2e-tmp")
-        staged.write_text(json.dumps(config, indent=2) + "\n")
-        staged.chmod(0o600)
-        os.replace(staged, self.config_path)
-
-        def applied() -> str | None:
-            lines = [line for line in log.read_text("utf-8", "replace").splitlines() if "config hot reload applied" in line]
-            return next((line for line in lines[applied_before:] if "gateway.nodes.commands" in line), None)
-
-        line = wait_for("the gateway to hot-reload gateway.nodes.commands", applied, timeout_s=30)
+        try:
+            line = self.gateway.allow_node_commands(ALLOW)
+        except RuntimeError as error:
+            raise Failed(str(error)) from None
         return f"{line.split('[reload] ', 1)[-1]}: allow {ALLOW}"
 
     def declared_off(self) -> str:
