@@ -256,16 +256,24 @@ fn serve_title(title: &str, requests: usize) -> u16 {
 fn serve_page(body: String, requests: usize) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let response = Arc::new(format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
     std::thread::spawn(move || {
+        // A connection each on its own thread, its read bounded: Chromium opens speculative
+        // connections that may never send a request, and one of those read inline blocked every
+        // later page load until the navigation timed out.
         for stream in listener.incoming().take(requests) {
             let Ok(mut stream) = stream else { continue };
-            let mut request = [0u8; 4096];
-            let _ = stream.read(&mut request);
-            let response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
+            let response = response.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut request = [0u8; 4096];
+                if matches!(stream.read(&mut request), Ok(read) if read > 0) {
+                    let _ = stream.write_all(response.as_bytes());
+                }
+            });
         }
     });
     port
@@ -1191,7 +1199,7 @@ async fn a_page_of_a_trusted_origin_gets_the_action_bridge_and_no_other_page_doe
              <openclaw-a2ui-host></openclaw-a2ui-host><script type=\"module\">{}</script></body></html>",
             renderer.replace("</script", "<\\/script")
         ),
-        32,
+        64,
     );
     let weather = [
         json!({"surfaceUpdate": {"surfaceId": "main", "components": [
