@@ -36,6 +36,22 @@ FETCH_BATCH = 5
 MAX_FETCH_BYTES = 16 * 1024 * 1024
 
 
+def interleaved(suite: node_mode.Suite, nodes: dict[str, tuple[int, str]], invoke: dict, total: int, batch: int,
+                timeout_s: int) -> dict[str, list[float]]:
+    """Round trips of node.invoke `invoke` (its nodeId filled in per node), `total` per node in
+    batches of `batch`, alternating which node goes first so both see the same load."""
+    latencies: dict[str, list[float]] = {name: [] for name in nodes}
+    for round_ in range(total // batch):
+        order = list(nodes.items()) if round_ % 2 == 0 else list(reversed(nodes.items()))
+        for name, (_, node_id) in order:
+            params = invoke | {"nodeId": node_id, "idempotencyKey": "bench-{i}"}
+            summary = suite.gateway.rpc("node.invoke", params, count=batch, timeout_s=timeout_s, latencies=True)
+            if summary.get("failed"):
+                raise SystemExit(f"{name}: {summary['failed']} of {invoke['command']} failed: {summary.get('first_error')}")
+            latencies[name].extend(summary["latencies_ms"])
+    return latencies
+
+
 def fetched_bytes(answer: dict, what: str) -> bytes:
     """The bytes of one node.invoke file.fetch answer, its sha256 checked."""
     payload = answer.get("payload")
@@ -99,34 +115,16 @@ def main() -> int:
         time.sleep(SETTLE_S)
         idle = {name: rss_mb(pid) for name, (pid, _) in nodes.items()}
         idle_anon = {name: anon_mb(pid) for name, (pid, _) in nodes.items()}
-        latencies: dict[str, list[float]] = {name: [] for name in nodes}
-        for batch in range(invokes // BATCH):
-            order = list(nodes.items()) if batch % 2 == 0 else list(reversed(nodes.items()))
-            for name, (_, node_id) in order:
-                params = {"nodeId": node_id, "command": "system.which", "params": {"bins": ["sh"]},
-                          "idempotencyKey": "bench-{i}", "timeoutMs": 15000}
-                summary = suite.gateway.rpc("node.invoke", params, count=BATCH, timeout_s=300, latencies=True)
-                if summary.get("failed"):
-                    raise SystemExit(f"{name}: {summary['failed']} invokes failed: {summary.get('first_error')}")
-                latencies[name].extend(summary["latencies_ms"])
+        which = {"command": "system.which", "params": {"bins": ["sh"]}, "timeoutMs": 15000}
+        latencies = interleaved(suite, nodes, which, invokes, BATCH, timeout_s=300)
         after = {name: rss_mb(pid) for name, (pid, _) in nodes.items()}
-        fetch_latencies: dict[str, list[float]] = {name: [] for name in nodes}
+        fetch = {"command": "file.fetch", "params": {"path": str(fetched), "maxBytes": MAX_FETCH_BYTES},
+                 "timeoutMs": 60000}
         for name, (_, node_id) in nodes.items():
-            params = {"nodeId": node_id, "command": "file.fetch",
-                      "params": {"path": str(fetched), "maxBytes": MAX_FETCH_BYTES},
-                      "idempotencyKey": f"bench-fetch-check-{node_id}", "timeoutMs": 60000}
+            params = fetch | {"nodeId": node_id, "idempotencyKey": f"bench-fetch-check-{node_id}"}
             if fetched_bytes(suite.gateway.rpc("node.invoke", params, timeout_s=120), name) != content:
                 raise SystemExit(f"{name}: file.fetch answered other bytes than the file's")
-        for batch in range(fetches // FETCH_BATCH):
-            order = list(nodes.items()) if batch % 2 == 0 else list(reversed(nodes.items()))
-            for name, (_, node_id) in order:
-                params = {"nodeId": node_id, "command": "file.fetch",
-                          "params": {"path": str(fetched), "maxBytes": MAX_FETCH_BYTES},
-                          "idempotencyKey": "bench-fetch-{i}", "timeoutMs": 60000}
-                summary = suite.gateway.rpc("node.invoke", params, count=FETCH_BATCH, timeout_s=600, latencies=True)
-                if summary.get("failed"):
-                    raise SystemExit(f"{name}: {summary['failed']} fetches failed: {summary.get('first_error')}")
-                fetch_latencies[name].extend(summary["latencies_ms"])
+        fetch_latencies = interleaved(suite, nodes, fetch, fetches, FETCH_BATCH, timeout_s=600)
     finally:
         suite.stop()
 

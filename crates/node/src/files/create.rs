@@ -170,9 +170,9 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
     let canonical = plan.target.canonical.clone();
     let closed = |error: ChannelClosed| transfer_closed(&error, &canonical);
     duplex.ready().await.map_err(closed)?;
-    let mut hash = Sha256::new();
     let mut received = 0u64;
-    let mut temp = Some(temp);
+    // The temp file and the hash so far, lent to each blocking write and handed back by it.
+    let mut written = (temp, Sha256::new());
     loop {
         let message = duplex.recv().await.map_err(closed)?;
         if message.is_empty() {
@@ -187,19 +187,16 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
         // message meanwhile (a write that fails still fails the call, and nothing is published
         // before the size and hash of the whole file match).
         duplex.send(json!({"received": received}).to_string().as_bytes()).await.map_err(closed)?;
-        let (file, hasher) = (temp.take().expect("the temp file is back after each write"), hash);
-        let (file, hasher) = blocking_result({
-            let canonical = canonical.clone();
-            move || {
-                let (mut file, mut hasher) = (file, hasher);
-                hasher.update(&message);
-                file.write_all(&message).map_err(|error| write_error(&error, &canonical))?;
-                Ok((file, hasher))
-            }
+        let (mut file, mut hasher) = written;
+        let target_path = canonical.clone();
+        written = blocking_result(move || {
+            hasher.update(&message);
+            file.write_all(&message).map_err(|error| write_error(&error, &target_path))?;
+            Ok((file, hasher))
         })
         .await?;
-        (temp, hash) = (Some(file), hasher);
     }
+    let (temp, hash) = written;
     let sha256 = hex(&hash.finalize());
     if received != plan.size {
         return Err(integrity(format!("size mismatch: expected {} bytes, got {received}", plan.size), &canonical));
@@ -207,7 +204,6 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
     if sha256 != plan.sha256 {
         return Err(integrity(format!("sha256 mismatch: expected {}, got {sha256}", plan.sha256), &canonical));
     }
-    let temp = temp.take().expect("the temp file is back after the last write");
     let target = plan.target;
     blocking_result(move || publish(temp, &target, received, &sha256)).await
 }
