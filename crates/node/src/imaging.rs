@@ -85,37 +85,42 @@ pub fn target_size(width: u32, height: u32, max_width: Option<u32>) -> (u32, u32
     }
 }
 
-/// `pixels` scaled (bilinear) to [`target_size`] and encoded by `encode`. Without `max_width` the encoding is
+/// `pixels` scaled to [`target_size`] (bilinear), or as they are (borrowed, not copied) when
+/// they already fit.
+pub fn fit(pixels: &Pixels, max_width: Option<u32>) -> Result<Cow<'_, Pixels>, String> {
+    let (width, height) = target_size(pixels.width, pixels.height, max_width);
+    if (width, height) == (pixels.width, pixels.height) {
+        return Ok(Cow::Borrowed(pixels));
+    }
+    resize(pixels, width, height).map(Cow::Owned)
+}
+
+/// `pixels` fitted as [`fit`] does and encoded by `encode`. Without `max_width` the encoding is
 /// also kept within [`DEFAULT_MAX_BYTES`]: a size that would pass it is scaled down from the
 /// source by the square root of how far over it was (bytes follow the pixel count), with a
-/// margin. Which size that is, is first judged from a cheap [`probe`] of a few bands of rows
-/// scaled straight from the source, so a photo-like screen is scaled once and encoded in full
-/// once, at the size it is returned at (not scaled to the pixel budget, found too large and
-/// scaled again: that first scaling was a quarter of a photo's snapshot); a full encoding still
-/// over the budget (a probe that guessed low) is scaled and encoded again, at most
-/// [`MAX_REFITS`] times. A caller that names `maxWidth` gets exactly that. The source is only
-/// read (a full screen is 6 MB: a copy of it was a tenth of a snapshot's time).
+/// margin. Which size that is, is first judged from a cheap [`probe`] of a few bands of rows, so
+/// a photo-like screen is encoded in full once, at the size it is returned at, not once too large
+/// and again; a full encoding still over the budget (a probe that guessed low) is scaled and
+/// encoded again, at most [`MAX_REFITS`] times. A caller that names `maxWidth` gets exactly that.
+/// The source is only read (a full screen is 6 MB: a copy of it was a tenth of a snapshot's time).
 pub fn fit_encoded(
     source: &Pixels,
     max_width: Option<u32>,
     encode: impl Fn(&Pixels) -> Result<Vec<u8>, String>,
 ) -> Result<(u32, u32, Vec<u8>), String> {
-    let mut size = target_size(source.width, source.height, max_width);
-    if max_width.is_none() {
-        for _ in 0..MAX_REFITS {
-            let Some(estimate) = probe(source, size, &encode)? else { break };
-            match shrunk(size.0, size.1, estimate) {
-                Some(smaller) => size = smaller,
-                None => break,
-            }
+    let mut fitted = fit(source, max_width)?;
+    if max_width.is_some() {
+        return Ok((fitted.width, fitted.height, encode(&fitted)?));
+    }
+    for _ in 0..MAX_REFITS {
+        let Some(estimate) = probe(&fitted, &encode)? else { break };
+        match shrunk(fitted.width, fitted.height, estimate) {
+            Some((width, height)) => fitted = Cow::Owned(resize(source, width, height)?),
+            None => break,
         }
     }
-    let fitted = scaled(source, size)?;
     let mut answer = (fitted.width, fitted.height, encode(&fitted)?);
     drop(fitted);
-    if max_width.is_some() {
-        return Ok(answer);
-    }
     for _ in 0..MAX_REFITS {
         let (width, height, ref bytes) = answer;
         let Some((to_width, to_height)) = shrunk(width, height, bytes.len()) else { break };
@@ -123,14 +128,6 @@ pub fn fit_encoded(
         answer = (to_width, to_height, encode(&smaller)?);
     }
     Ok(answer)
-}
-
-/// `pixels` at `size`: borrowed (not copied) when that is their own, else scaled.
-fn scaled(pixels: &Pixels, (width, height): (u32, u32)) -> Result<Cow<'_, Pixels>, String> {
-    match (width, height) == (pixels.width, pixels.height) {
-        true => Ok(Cow::Borrowed(pixels)),
-        false => resize(pixels, width, height).map(Cow::Owned),
-    }
 }
 
 /// The smaller size for a `width` x `height` image whose encoding is (or is judged to be)
@@ -151,59 +148,38 @@ fn shrunk(width: u32, height: u32, bytes: usize) -> Option<(u32, u32)> {
 const PROBE_BANDS: u32 = 8;
 const PROBE_BAND_ROWS: u32 = 17;
 
-/// How long `encode` makes `source` scaled to `size`, judged from encoding [`PROBE_BANDS`] bands
-/// of that image's rows stacked into one image and scaled by how many rows they stand for; only
-/// the bands are scaled (from the source rows under them), never the whole image. `None` for an
-/// image too short for that to save anything (encoding it whole is the answer).
-fn probe(
-    source: &Pixels,
-    (width, height): (u32, u32),
-    encode: impl Fn(&Pixels) -> Result<Vec<u8>, String>,
-) -> Result<Option<usize>, String> {
+/// How long `encode` makes `pixels`, judged from encoding [`PROBE_BANDS`] bands of their rows
+/// stacked into one image and scaled by how many rows they stand for; `None` for an image too
+/// short for that to save anything (encoding it whole is the answer).
+fn probe(pixels: &Pixels, encode: impl Fn(&Pixels) -> Result<Vec<u8>, String>) -> Result<Option<usize>, String> {
     let sampled = PROBE_BANDS * PROBE_BAND_ROWS;
-    if height < sampled * 4 {
+    if pixels.height < sampled * 4 {
         return Ok(None);
     }
-    let row = width as usize * source.layout.pixel_type().size();
+    let row = pixels.data.len() / pixels.height as usize;
     let mut data = Vec::with_capacity(row * sampled as usize);
     for band in 0..PROBE_BANDS {
         // Each band sits in the middle of its eighth of the image.
-        let share = height / PROBE_BANDS;
-        let first = band * share + (share - PROBE_BAND_ROWS) / 2;
-        let rows = first..first + PROBE_BAND_ROWS;
-        match (width, height) == (source.width, source.height) {
-            true => data.extend_from_slice(&source.data[rows.start as usize * row..rows.end as usize * row]),
-            false => data.extend_from_slice(&resize_rows(source, width, height, rows)?.data),
-        }
+        let share = pixels.height / PROBE_BANDS;
+        let first = (band * share + (share - PROBE_BAND_ROWS) / 2) as usize;
+        data.extend_from_slice(&pixels.data[first * row..(first + PROBE_BAND_ROWS as usize) * row]);
     }
-    let bands = Pixels { data, width, height: sampled, layout: source.layout };
+    let bands = Pixels { data, width: pixels.width, height: sampled, layout: pixels.layout };
     let bytes = encode(&bands)?.len();
-    Ok(Some((bytes as u64 * u64::from(height) / u64::from(sampled)) as usize))
+    Ok(Some((bytes as u64 * u64::from(pixels.height) / u64::from(sampled)) as usize))
 }
 
 fn resize(pixels: &Pixels, to_width: u32, to_height: u32) -> Result<Pixels, String> {
-    resize_rows(pixels, to_width, to_height, 0..to_height)
-}
-
-/// Rows `rows` of `pixels` scaled to `to_width` x `to_height` (bilinear): the same pixels as
-/// those rows of the whole scaled image, at the cost of those rows alone.
-fn resize_rows(pixels: &Pixels, to_width: u32, to_height: u32, rows: std::ops::Range<u32>) -> Result<Pixels, String> {
     use fast_image_resize::images::{Image, ImageRef};
     use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
     let failed = |error: &dyn std::fmt::Display| format!("cannot scale: {error}");
     let layout = pixels.layout;
     let source =
         ImageRef::new(pixels.width, pixels.height, &pixels.data, layout.pixel_type()).map_err(|e| failed(&e))?;
-    let mut target = Image::new(to_width, rows.len() as u32, layout.pixel_type());
-    let mut options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    if rows != (0..to_height) {
-        let source_rows_per_row = f64::from(pixels.height) / f64::from(to_height);
-        let top = f64::from(rows.start) * source_rows_per_row;
-        let height = rows.len() as f64 * source_rows_per_row;
-        options = options.crop(0.0, top, f64::from(pixels.width), height);
-    }
+    let mut target = Image::new(to_width, to_height, layout.pixel_type());
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
     Resizer::new().resize(&source, &mut target, &options).map_err(|e| failed(&e))?;
-    Ok(Pixels { data: target.into_vec(), width: to_width, height: rows.len() as u32, layout })
+    Ok(Pixels { data: target.into_vec(), width: to_width, height: to_height, layout })
 }
 
 /// `pixels` without an alpha channel (a screenshot is opaque; what it held is dropped).
@@ -420,25 +396,6 @@ mod tests {
         assert!(bytes.len() <= DEFAULT_MAX_BYTES, "{} bytes at {width}x{height}", bytes.len());
         let full: Vec<u32> = heights.borrow().iter().copied().filter(|&h| h != PROBE_ROWS).collect();
         assert_eq!(full, vec![height], "one full encoding, at {width}x{height}; all: {:?}", heights.borrow());
-    }
-
-    #[test]
-    fn a_probes_band_scaled_alone_is_exactly_the_scaled_images_rows() {
-        // The probe scales only its bands, each from the source rows under it; the resizer's
-        // filter still reads the source rows just outside a band, so the band is the whole
-        // scaled image's rows pixel for pixel (first, middle and last bands alike).
-        let source = picture(1920, 1080, Layout::Rgb);
-        let whole = resize(&source, 1430, 804).unwrap();
-        let row = 1430 * 3;
-        for first in [0, 100, 804 - PROBE_BAND_ROWS] {
-            let rows = first..first + PROBE_BAND_ROWS;
-            let band = resize_rows(&source, 1430, 804, rows.clone()).unwrap();
-            assert_eq!((band.width, band.height), (1430, PROBE_BAND_ROWS));
-            assert!(
-                band.data == whole.data[rows.start as usize * row..rows.end as usize * row],
-                "rows {rows:?} differ"
-            );
-        }
     }
 
     #[test]
