@@ -44,7 +44,7 @@ def interleaved(suite: node_mode.Suite, nodes: dict[str, tuple[int, str]], invok
     for round_ in range(total // batch):
         order = list(nodes.items()) if round_ % 2 == 0 else list(reversed(nodes.items()))
         for name, (_, node_id) in order:
-            params = invoke | {"nodeId": node_id, "idempotencyKey": "bench-{i}"}
+            params = invoke | {"nodeId": node_id, "idempotencyKey": f"bench-{invoke['command']}-{{i}}"}
             summary = suite.gateway.rpc("node.invoke", params, count=batch, timeout_s=timeout_s, latencies=True)
             if summary.get("failed"):
                 raise SystemExit(f"{name}: {summary['failed']} of {invoke['command']} failed: {summary.get('first_error')}")
