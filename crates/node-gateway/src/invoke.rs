@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use clawmcp_mcp::{CallContext, NodeEvent, ToolFailure, ToolFilter, ToolOutcome, Unserved};
+use clawmcp_node::files::channel::GatewayChannel;
 use clawmcp_node::{Caller, InvokeRequest, Registry};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -92,19 +93,36 @@ impl Completed {
     }
 }
 
-/// Runs `event` against `registry` through `filter`, until done, cancelled or out of budget.
+/// Whether `event` is a duplex invoke: the gateway does not say so, the command and its params do
+/// (as for the real node host): `file.create`, and `file.fetch` with `transport: "binary"`, except
+/// their plain `preflightOnly` calls.
+pub fn wants_duplex(event: &InvokeEvent) -> bool {
+    let Ok(args) = parse_params(event.params_json.as_deref()) else { return false };
+    if args.get("preflightOnly").and_then(Value::as_bool) == Some(true) {
+        return false;
+    }
+    match event.command.as_str() {
+        "file.create" => true,
+        "file.fetch" => args.get("transport").and_then(Value::as_str) == Some("binary"),
+        _ => false,
+    }
+}
+
+/// Runs `event` against `registry` through `filter`, until done, cancelled or out of budget;
+/// `duplex` is the file channel the command attaches (see [`wants_duplex`]).
 pub async fn run(
     registry: &Registry,
     filter: &ToolFilter,
     event: &InvokeEvent,
     cancel: CancellationToken,
+    duplex: Option<&GatewayChannel>,
 ) -> Completed {
     let args = match parse_params(event.params_json.as_deref()) {
         Ok(args) => args,
         Err(message) => return Completed::failed(INVALID_REQUEST, message),
     };
     let budget = event.budget();
-    let work = dispatch(registry, filter, event, args, cancel.clone());
+    let work = dispatch(registry, filter, event, args, cancel.clone(), duplex);
     tokio::select! {
         completed = work => completed,
         () = tokio::time::sleep(budget) => {
@@ -122,6 +140,7 @@ async fn dispatch(
     event: &InvokeEvent,
     args: Map<String, Value>,
     cancel: CancellationToken,
+    duplex: Option<&GatewayChannel>,
 ) -> Completed {
     if event.command == MCP_TOOLS_CALL {
         return call_plugin_tool(registry, filter, event, args, cancel).await;
@@ -131,7 +150,12 @@ async fn dispatch(
         Err(reason) => return Completed::failed(INVALID_REQUEST, unserved(&event.command, reason, filter)),
     };
     let request = request(event, &event.command, args, Caller::Gateway);
-    let outcome = command.call(request, context(cancel.clone())).await;
+    let mut ctx = context(cancel.clone());
+    if let Some(duplex) = duplex {
+        ctx.meta = Some(duplex.meta());
+        ctx.request = Some(duplex.request());
+    }
+    let outcome = command.call(request, ctx).await;
     completed(outcome, &cancel)
 }
 

@@ -8,6 +8,7 @@
 //! - this file: [`NodeLink`], one node connection: the connect frame derived from the registry,
 //!   the event loop (invoke, cancel, pairing events), bounded concurrency, the status watch.
 //! - [`invoke`]: one `node.invoke.request` -> command -> `node.invoke.result`.
+//! - [`duplex`]: a file command's channel over `node.invoke.progress` / `node.invoke.input`.
 //! - [`plugin_tools`]: the registry published as gateway plugin tools (`mcp.tools.call.v1`).
 //! - [`status`]: connection and pairing state with the operator's next step.
 //! - [`host_stats`]: the `node.host.stats` event.
@@ -25,6 +26,7 @@
 //! The surface is computed when the link starts: a command switched on later (the system-run
 //! switch) is declared on the next link.
 
+pub mod duplex;
 pub mod host_stats;
 pub mod invoke;
 pub mod plugin_tools;
@@ -43,6 +45,7 @@ use clawmcp_mcp::tool::NodeEvent;
 use clawmcp_node::Registry;
 use clawmcp_node::capability::{Command, category_of};
 use clawmcp_node::events::EventRoute;
+use clawmcp_node::files::channel::GatewayChannel;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
@@ -104,6 +107,8 @@ struct Shared {
     max_slots: usize,
     /// Running invocations by gateway invoke id.
     in_flight: Mutex<HashMap<String, CancellationToken>>,
+    /// The file channels of running duplex invocations, by invoke id (for `node.invoke.input`).
+    transfers: Mutex<HashMap<String, Arc<GatewayChannel>>>,
     status: watch::Sender<GatewayStatus>,
     shutdown: CancellationToken,
 }
@@ -138,6 +143,7 @@ impl NodeLink {
             slots: Arc::new(Semaphore::new(config.max_concurrent_invokes.max(1))),
             max_slots: config.max_concurrent_invokes.max(1),
             in_flight: Mutex::default(),
+            transfers: Mutex::default(),
             status: watch::Sender::new(status),
             shutdown: CancellationToken::new(),
         });
@@ -302,6 +308,17 @@ fn on_event(shared: &Arc<Shared>, frame: &EventFrame) {
     let payload = frame.payload.clone().unwrap_or(Value::Null);
     match frame.event.as_str() {
         "node.invoke.request" => start_invoke(shared, payload),
+        "node.invoke.input" => match duplex::parse_input(&payload) {
+            Ok((id, seq, frame)) => match lock(&shared.transfers).get(id).cloned() {
+                Some(transfer) => {
+                    if let Err(reason) = transfer.input(seq, frame) {
+                        warn!(invoke = id, %reason, "a gateway transfer broke its protocol and was closed");
+                    }
+                }
+                None => debug!(invoke = id, "input for no running transfer (it ended)"),
+            },
+            Err(missing) => warn!(missing, "skipping a malformed node.invoke.input"),
+        },
         "node.invoke.cancel" => {
             let id = payload.get("invokeId").or_else(|| payload.get("id")).and_then(Value::as_str);
             if let Some(token) = id.and_then(|id| lock(&shared.in_flight).get(id).cloned()) {
@@ -433,9 +450,33 @@ fn start_invoke(shared: &Arc<Shared>, payload: Value) {
         return;
     };
     tokio::spawn(async move {
+        let transfer = match open_transfer(&shared, &event) {
+            Ok(transfer) => transfer,
+            Err(message) => {
+                let answer = invoke::Answer::Failed { code: invoke::UNAVAILABLE.to_owned(), message };
+                send_result(&shared, &event.id, &answer).await;
+                return;
+            }
+        };
         let cancel = shared.shutdown.child_token();
         lock(&shared.in_flight).insert(event.id.clone(), cancel.clone());
-        let completed = invoke::run(&shared.registry, &shared.filter, &event, cancel).await;
+        let work = async {
+            let completed = invoke::run(&shared.registry, &shared.filter, &event, cancel, transfer.as_deref()).await;
+            if let Some(transfer) = &transfer {
+                transfer.command_finished();
+            }
+            completed
+        };
+        let completed = match &transfer {
+            None => work.await,
+            Some(transfer) => {
+                let progress = duplex::pump(transfer, |seq, chunk| send_progress(&shared, &event.id, seq, chunk));
+                let (completed, ()) = tokio::join!(work, progress);
+                lock(&shared.transfers).remove(&event.id);
+                completed
+            }
+        };
+        drop(transfer);
         lock(&shared.in_flight).remove(&event.id);
         for note in &completed.events {
             let params = json!({"event": note.event, "payloadJSON": note.payload.to_string()});
@@ -447,6 +488,26 @@ fn start_invoke(shared: &Arc<Shared>, payload: Value) {
         shared.status.send_modify(|status| status.invokes += 1);
         drop(permit);
     });
+}
+
+/// The file channel of a duplex invocation (see [`invoke::wants_duplex`]), registered for its
+/// input events; `Ok(None)` for any other invocation or a node serving no file commands.
+fn open_transfer(shared: &Shared, event: &InvokeEvent) -> Result<Option<Arc<GatewayChannel>>, String> {
+    let Some(channels) = shared.registry.file_channels().filter(|_| invoke::wants_duplex(event)) else {
+        return Ok(None);
+    };
+    let transfer = Arc::new(channels.open_for_gateway(&event.command, &event.id, event.budget())?);
+    lock(&shared.transfers).insert(event.id.clone(), transfer.clone());
+    Ok(Some(transfer))
+}
+
+/// One `node.invoke.progress` of invocation `id`, answered.
+async fn send_progress(shared: &Shared, id: &str, seq: u64, chunk: Arc<str>) -> Result<(), String> {
+    let params = json!({"invokeId": id, "nodeId": shared.node_id, "seq": seq, "chunk": &*chunk});
+    match shared.client.request("node.invoke.progress", params).await {
+        Ok(response) => duplex::progress_taken(&response),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 async fn send_result(shared: &Shared, id: &str, answer: &invoke::Answer) {

@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clawmcp_gateway::{BackoffPolicy, Credentials, DeviceIdentity, Secret};
-use clawmcp_mcp::{CallContext, ToolFilter};
-use clawmcp_node::approvals::ExecApprovals;
-use clawmcp_node::settings::{DataDir, LiveSettings};
+use clawmcp_mcp::CallContext;
+use clawmcp_node::settings::DataDir;
 use clawmcp_node::{InvokeRequest, Registry};
-use clawmcp_node_gateway::{NodeLink, NodeLinkConfig};
+use clawmcp_node_gateway::NodeLink;
 use clawmcp_testkit::{FakeGateway, Reply};
+
+mod common;
 use serde_json::{Value, json};
 
 const ALLOW_ALL_POLICY: &str = r#"{"version": 1, "defaults": {"security": "full", "ask": "off"}}"#;
@@ -33,23 +33,7 @@ async fn setup() -> Setup {
     let data = DataDir::at(dir.path().join("data"));
     data.ensure().unwrap();
     std::fs::write(data.exec_approvals_path(), ALLOW_ALL_POLICY).unwrap();
-    let settings = Arc::new(LiveSettings::open(data.settings_path()).unwrap());
-    let approvals = Arc::new(ExecApprovals::open(data.exec_approvals_path()));
-    let registry = Arc::new(Registry::builtin(settings, approvals));
-    let config = NodeLinkConfig {
-        url: fake.url(),
-        credentials: Credentials { token: Some(Secret::new("fake-gateway-token")), ..Credentials::default() },
-        tls_fingerprint: None,
-        device: Arc::new(DeviceIdentity::load_or_create(data.root()).unwrap()),
-        device_tokens: None,
-        display_name: "run-test".into(),
-        filter: ToolFilter::all(),
-        headers: Vec::new(),
-        max_concurrent_invokes: 16,
-        backoff: BackoffPolicy::default(),
-    };
-    let link = NodeLink::start(config, registry.clone());
-    fake.wait_for_handshakes(1).await;
+    let (link, registry) = common::builtin_node(&fake, &data, "run-test").await;
     Setup { fake, link, registry, dir }
 }
 

@@ -5,8 +5,9 @@
 //! Upstream's contract (node-host-commands.md): duplex only and create-only, files written 0600,
 //! each logical message of at most 1 MiB acknowledged, an empty message for EOF, size and hash
 //! checked at the end; `maxBytes` defaults to 50 MiB. The create protocol (docs/node-http.md §12): ready, then
-//! the client's messages; each non-empty one is written and acknowledged (an opaque UTF-8 ack,
-//! here `{"received":N}` with the bytes so far); the empty one ends the file.
+//! the client's messages; each non-empty one is written and acknowledged (an opaque UTF-8 ack:
+//! `ack`, the real node host's, which the gateway's file-transfer plugin requires literally); the
+//! empty one ends the file.
 //!
 //! It never overwrites: a target that exists when the call starts is answered `status: "exists"`
 //! at once (no ready, nothing read); one that appears during the transfer is found by the
@@ -38,6 +39,8 @@ pub const DEFAULT_MAX_BYTES: u64 = 50 * 1024 * 1024;
 /// The most `maxBytes` may ask for: the same bound as a binary `file.fetch` (ours; see
 /// [`crate::files::fetch::BINARY_MAX_BYTES`]).
 pub const MAX_BYTES: u64 = crate::files::fetch::BINARY_MAX_BYTES;
+/// The acknowledgement of each non-empty message.
+pub const ACK: &[u8] = b"ack";
 
 pub fn spec() -> CommandSpec {
     static SPEC: LazyLock<CommandSpec> = LazyLock::new(|| CommandSpec {
@@ -186,7 +189,7 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
         // Acknowledged on arrival, before it is hashed and written: the client sends the next
         // message meanwhile (a write that fails still fails the call, and nothing is published
         // before the size and hash of the whole file match).
-        duplex.send(json!({"received": received}).to_string().as_bytes()).await.map_err(closed)?;
+        duplex.send(ACK).await.map_err(closed)?;
         let (mut file, mut hasher) = written;
         let target_path = canonical.clone();
         written = blocking_result(move || {

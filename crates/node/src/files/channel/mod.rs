@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use clawmcp_mcp::jsonrpc::{IdKey, id_key_of};
+use clawmcp_mcp::jsonrpc::{IdKey, RequestId, id_key_of};
 use clawmcp_mcp::{ErrorCode, RequestFacts, RpcError};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -115,6 +115,9 @@ struct Table {
 
 struct Channel {
     lease: String,
+    /// Who drives the other end: a loopback HTTP client (`openclaw/files/*`) or the gateway link
+    /// (`node.invoke.progress` / `node.invoke.input`). Neither can reach the other's channels.
+    origin: Origin,
     command: &'static str,
     request_id: IdKey,
     generation: u64,
@@ -123,6 +126,12 @@ struct Channel {
     state: Mutex<State>,
     /// Wakes the command: output room, input arrived, or the end.
     wake: Notify,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Http,
+    Gateway,
 }
 
 #[derive(Default)]
@@ -167,6 +176,56 @@ impl State {
 impl Channel {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Input frame `seq` (`payload`, its JSON text), from either transport: the identical
+    /// previous input again is a no-op; anything out of order, after the command finished, not a
+    /// valid frame or over the buffering caps is the violation described by the error (the
+    /// caller closes the channel).
+    fn accept_input(&self, seq: u64, payload: &str) -> Result<(), String> {
+        let mut state = self.state();
+        if seq + 1 == state.next_in && state.previous_input.as_deref() == Some(payload) {
+            // The client retried the input just accepted (its answer was lost): nothing new.
+            return Ok(());
+        }
+        if seq != state.next_in {
+            return Err(format!(
+                "seq {seq} is out of order or changed (expected {}; only the identical previous input may be sent \
+                 again)",
+                state.next_in
+            ));
+        }
+        if state.finished {
+            return Err("the command has finished and reads no more input".to_owned());
+        }
+        let message =
+            frame::parse(payload).and_then(|frame| state.reassembler.push(frame)).map_err(|e| e.to_string())?;
+        let completed_message = message.is_some();
+        if let Some(message) = message {
+            state.inbox_bytes += message.len();
+            state.inbox.push_back(message);
+        }
+        let (max_messages, max_bytes, when) = match state.listening {
+            false => (PRE_LISTENER_MESSAGES, PRE_LISTENER_BYTES, "before the command listens"),
+            true => (ACTIVE_MESSAGES, ACTIVE_BYTES, "waiting for the command"),
+        };
+        let messages = state.inbox.len() + usize::from(state.reassembler.in_progress());
+        let bytes = state.inbox_bytes + state.reassembler.partial_bytes();
+        if messages > max_messages || bytes > max_bytes {
+            return Err(format!(
+                "{messages} messages ({bytes} bytes) would be buffered {when}, more than the channel holds (at most \
+                 {max_messages} messages and {max_bytes} bytes): wait for the command's ack before sending more"
+            ));
+        }
+        state.next_in = seq + 1;
+        state.previous_input = Some(payload.to_owned());
+        drop(state);
+        // Only a whole message is news to the command (`recv` hands out messages): waking it for
+        // each of a message's 128 fragments cost a task switch per input request.
+        if completed_message {
+            self.wake.notify_waiters();
+        }
+        Ok(())
     }
 
     /// Ends the channel (first reason wins) and wakes the command.
@@ -257,9 +316,14 @@ impl FileChannels {
         }
         if generation > table.generation {
             table.generation = generation;
-            for channel in table.channels.drain(..) {
-                channel.end("the MCP bearer token was rotated");
-            }
+            // The gateway's transfers do not depend on the MCP bearer token.
+            table.channels.retain(|channel| {
+                let http = channel.origin == Origin::Http;
+                if http {
+                    channel.end("the MCP bearer token was rotated");
+                }
+                !http
+            });
         }
         Ok(table)
     }
@@ -268,14 +332,11 @@ impl FileChannels {
     /// open lease).
     fn find(&self, lease: &str, generation: u64) -> Result<Arc<Channel>, RpcError> {
         let table = self.observe(generation)?;
-        let mut found = None;
-        for channel in &table.channels {
-            if constant_time_eq::constant_time_eq(channel.lease.as_bytes(), lease.as_bytes()) {
-                found = Some(channel.clone());
-            }
-        }
+        let found = Self::by_lease(&table, lease);
         drop(table);
-        let channel = found.filter(|channel| channel.generation == generation).ok_or_else(|| refused(UNKNOWN_LEASE))?;
+        let channel = found
+            .filter(|channel| channel.origin == Origin::Http && channel.generation == generation)
+            .ok_or_else(|| refused(UNKNOWN_LEASE))?;
         // Ended from the command's side (it found the client's messages wrong): say why, once,
         // and free the lease.
         let ended = channel.state().closed.clone();
@@ -284,6 +345,17 @@ impl FileChannels {
             return Err(refused(format!("the file channel is closed: {reason}")));
         }
         Ok(channel)
+    }
+
+    /// The channel holding `lease`, compared in constant time against every open lease.
+    fn by_lease(table: &Table, lease: &str) -> Option<Arc<Channel>> {
+        let mut found = None;
+        for channel in &table.channels {
+            if constant_time_eq::constant_time_eq(channel.lease.as_bytes(), lease.as_bytes()) {
+                found = Some(channel.clone());
+            }
+        }
+        found
     }
 
     /// Ends `channel` with `reason` and forgets its lease.
@@ -331,18 +403,32 @@ impl FileChannels {
                 }
             },
         };
+        let table = self.observe(generation)?;
+        let channel = self.create(table, Origin::Http, command, request_id, generation, timeout).map_err(refused)?;
+        Ok(json!({"v": 1, "lease": channel.lease, "timeoutMs": timeout.as_millis() as u64}))
+    }
+
+    /// A new channel in `table` (under its lock, so the lease count holds), ended at `timeout`.
+    fn create(
+        self: &Arc<Self>,
+        mut table: MutexGuard<'_, Table>,
+        origin: Origin,
+        command: &'static str,
+        request_id: IdKey,
+        generation: u64,
+        timeout: Duration,
+    ) -> Result<Arc<Channel>, String> {
         let mut bytes = [0u8; LEASE_BYTES];
-        getrandom::fill(&mut bytes).map_err(|error| refused(format!("the OS random source failed: {error}")))?;
-        let lease = URL_SAFE_NO_PAD.encode(bytes);
-        let mut table = self.observe(generation)?;
+        getrandom::fill(&mut bytes).map_err(|error| format!("the OS random source failed: {error}"))?;
         if table.channels.len() >= MAX_LEASES {
-            return Err(refused(format!(
-                "{MAX_LEASES} file channels are open already, the most this node serves at once: close one \
-                 (openclaw/files/close) or wait for a transfer to finish"
-            )));
+            return Err(format!(
+                "{MAX_LEASES} file channels are open already (loopback and gateway transfers together), the most \
+                 this node serves at once: close one (openclaw/files/close) or wait for a transfer to finish"
+            ));
         }
         let channel = Arc::new(Channel {
-            lease: lease.clone(),
+            lease: URL_SAFE_NO_PAD.encode(bytes),
+            origin,
             command,
             request_id,
             generation,
@@ -353,10 +439,29 @@ impl FileChannels {
         table.channels.push(channel.clone());
         drop(table);
         // The timeout: a client that stops polling loses the channel, and its command stops.
-        let table = Arc::downgrade(self);
         let deadline = Instant::now() + timeout;
-        tokio::spawn(expire(table, channel, deadline, timeout));
-        Ok(json!({"v": 1, "lease": lease, "timeoutMs": timeout.as_millis() as u64}))
+        tokio::spawn(expire(Arc::downgrade(self), channel.clone(), deadline, timeout));
+        Ok(channel)
+    }
+
+    /// A channel for the gateway's duplex invoke `invoke_id` of `command`, which the command
+    /// attaches as an HTTP call does (through [`GatewayChannel::meta`] and
+    /// [`GatewayChannel::request`]) and the gateway link drives (see [`GatewayChannel`]).
+    pub fn open_for_gateway(
+        self: &Arc<Self>,
+        command: &str,
+        invoke_id: &str,
+        timeout: Duration,
+    ) -> Result<GatewayChannel, String> {
+        let command = COMMANDS
+            .into_iter()
+            .find(|known| *known == command)
+            .ok_or_else(|| format!("{command} has no duplex transport"))?;
+        let request_id = RequestId::string(invoke_id);
+        let table = self.table();
+        let generation = table.generation;
+        let channel = self.create(table, Origin::Gateway, command, request_id.key().clone(), generation, timeout)?;
+        Ok(GatewayChannel { channels: Arc::downgrade(self), channel, request_id })
     }
 
     /// `openclaw/files/poll {v:1, lease, ack}` -> `{v:1, frames:[{seq, payloadJSON}], completed}`.
@@ -409,65 +514,10 @@ impl FileChannels {
         let Some(payload) = params.get("payloadJSON").and_then(Value::as_str) else {
             return Err(invalid(format!("{INPUT}: payloadJSON (a frame as a JSON string) is required")));
         };
-        let mut state = channel.state();
-        if seq + 1 == state.next_in && state.previous_input.as_deref() == Some(payload) {
-            // The client retried the input just accepted (its answer was lost): nothing new.
-            return Ok(json!({"v": 1, "seq": seq}));
+        match channel.accept_input(seq, payload) {
+            Ok(()) => Ok(json!({"v": 1, "seq": seq})),
+            Err(message) => Err(self.violation(&channel, format!("{INPUT}: {message}"))),
         }
-        if seq != state.next_in {
-            let expected = state.next_in;
-            drop(state);
-            return Err(self.violation(
-                &channel,
-                format!(
-                    "{INPUT}: seq {seq} is out of order or changed (expected {expected}; only the identical previous \
-                     input may be sent again)"
-                ),
-            ));
-        }
-        if state.finished {
-            drop(state);
-            return Err(self.violation(&channel, format!("{INPUT}: the command has finished and reads no more input")));
-        }
-        let accepted = frame::parse(payload).and_then(|frame| state.reassembler.push(frame));
-        let message = match accepted {
-            Ok(message) => message,
-            Err(error) => {
-                drop(state);
-                return Err(self.violation(&channel, format!("{INPUT}: {error}")));
-            }
-        };
-        let completed_message = message.is_some();
-        if let Some(message) = message {
-            state.inbox_bytes += message.len();
-            state.inbox.push_back(message);
-        }
-        let (max_messages, max_bytes, when) = match state.listening {
-            false => (PRE_LISTENER_MESSAGES, PRE_LISTENER_BYTES, "before the command listens"),
-            true => (ACTIVE_MESSAGES, ACTIVE_BYTES, "waiting for the command"),
-        };
-        let messages = state.inbox.len() + usize::from(state.reassembler.in_progress());
-        let bytes = state.inbox_bytes + state.reassembler.partial_bytes();
-        if messages > max_messages || bytes > max_bytes {
-            drop(state);
-            return Err(self.violation(
-                &channel,
-                format!(
-                    "{INPUT}: {messages} messages ({bytes} bytes) would be buffered {when}, more than the channel \
-                     holds (at most {max_messages} messages and {max_bytes} bytes): wait for the command's ack before \
-                     sending more"
-                ),
-            ));
-        }
-        state.next_in = seq + 1;
-        state.previous_input = Some(payload.to_owned());
-        drop(state);
-        // Only a whole message is news to the command (`recv` hands out messages): waking it for
-        // each of a message's 128 fragments cost a task switch per input request.
-        if completed_message {
-            channel.wake.notify_waiters();
-        }
-        Ok(json!({"v": 1, "seq": seq}))
     }
 
     /// `openclaw/files/close {v:1, lease}` -> `{v:1, closed:true}`: the command is told and stops.
@@ -499,8 +549,14 @@ impl FileChannels {
         let Some(request) = request else {
             return Err("a file channel attaches only to a tools/call request (one with an id)".into());
         };
-        let generation = generation_of(request.auth_generation).map_err(|error| error.message)?;
-        let channel = self.find(lease, generation).map_err(|error| error.message)?;
+        let channel = match request.auth_generation {
+            Some(generation) => self.find(lease, generation).map_err(|error| error.message)?,
+            // No HTTP generation: the gateway link's own call (see `open_for_gateway`), which
+            // reaches only the gateway's channels; their leases never leave the process.
+            None => Self::by_lease(&self.table(), lease)
+                .filter(|channel| channel.origin == Origin::Gateway)
+                .ok_or_else(|| UNKNOWN_LEASE.to_owned())?,
+        };
         let mut state = channel.state();
         let mismatch = if state.attached {
             Some("the channel is attached already (a lease attaches to one tools/call, once)".to_owned())
@@ -519,6 +575,98 @@ impl FileChannels {
         state.attached = true;
         drop(state);
         Ok(Some(Duplex { channel, cancel: CancellationToken::new() }))
+    }
+}
+
+/// The gateway link's end of a channel opened by [`FileChannels::open_for_gateway`]: the command
+/// attaches it like an HTTP call; the link sends what [`GatewayChannel::take_output`] gives as
+/// `node.invoke.progress` chunks (wire frames, each acknowledged by the progress response, so
+/// taking is consuming) and feeds each `node.invoke.input` frame to [`GatewayChannel::input`].
+/// Dropping it ends the channel and frees its lease.
+pub struct GatewayChannel {
+    channels: Weak<FileChannels>,
+    channel: Arc<Channel>,
+    request_id: RequestId,
+}
+
+/// What [`GatewayChannel::take_output`] found.
+#[derive(Debug, Default)]
+pub struct GatewayOutput {
+    /// Wire frames in order, each a progress chunk.
+    pub frames: Vec<Arc<str>>,
+    /// No more frames will come: the command finished (or the channel ended) and every frame it
+    /// produced has been taken.
+    pub done: bool,
+}
+
+impl GatewayChannel {
+    /// The `_meta` that attaches this channel to the command's call.
+    pub fn meta(&self) -> Value {
+        json!({EXTENSION: {"v": 1, "lease": self.channel.lease}})
+    }
+
+    /// The call's request facts: the invoke id, and no HTTP authentication generation.
+    pub fn request(&self) -> RequestFacts {
+        RequestFacts { id: self.request_id.clone(), auth_generation: None }
+    }
+
+    /// Up to `max` wire frames the command queued, consumed (the caller sends them before taking
+    /// more), and whether that was the last; room freed wakes the command.
+    pub fn take_output(&self, max: usize) -> GatewayOutput {
+        let mut state = self.channel.state();
+        let taken = state.out.len().min(max);
+        let frames: Vec<Arc<str>> = state.out.drain(..taken).collect();
+        state.acked += taken as u64;
+        state.admit_backlog();
+        let done = state.closed.is_some() || (state.finished && state.out.is_empty() && state.backlog.is_empty());
+        drop(state);
+        if taken > 0 {
+            self.channel.wake.notify_waiters();
+        }
+        GatewayOutput { frames, done }
+    }
+
+    /// Waits until output is queued, the command finished, or the channel ended.
+    pub async fn output_ready(&self) {
+        loop {
+            let woken = self.channel.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            {
+                let state = self.channel.state();
+                if !state.out.is_empty() || state.finished || state.closed.is_some() {
+                    return;
+                }
+            }
+            woken.await;
+        }
+    }
+
+    /// Marks the command finished even if it never attached (it answered before ready, e.g. an
+    /// existing target or bad params): the output then ends once what is queued is taken.
+    pub fn command_finished(&self) {
+        self.channel.state().finished = true;
+        self.channel.wake.notify_waiters();
+    }
+
+    /// `node.invoke.input` frame `seq`: a violation ends the transfer (the command sees the
+    /// channel closed, with the reason).
+    pub fn input(&self, seq: u64, payload: &str) -> Result<(), String> {
+        self.channel.accept_input(seq, payload).inspect_err(|message| self.end(message))
+    }
+
+    /// Ends the transfer (the gateway connection is gone, a progress was refused, a cancel).
+    pub fn end(&self, reason: &str) {
+        match self.channels.upgrade() {
+            Some(channels) => channels.remove(&self.channel, reason),
+            None => self.channel.end(reason),
+        }
+    }
+}
+
+impl Drop for GatewayChannel {
+    fn drop(&mut self) {
+        self.end("the gateway invoke ended");
     }
 }
 
@@ -593,6 +741,9 @@ impl Duplex {
             state.backlog.extend(frames.into_iter().map(Arc::from));
             state.admit_backlog();
         }
+        // Output is news to a transport that waits for it (the gateway link's pump; an HTTP
+        // client polls instead).
+        self.channel.wake.notify_waiters();
         loop {
             let woken = self.channel.wake.notified();
             tokio::pin!(woken);

@@ -305,3 +305,63 @@ async fn a_command_that_ends_the_channel_says_why_to_the_next_poll() {
     assert!(error.message.contains("closed: the start message is not UTF-8"), "{}", error.message);
     assert_eq!(channels.open_count(), 0);
 }
+
+#[tokio::test]
+async fn gateway_transfers_share_the_four_leases_and_no_http_request_reaches_them() {
+    let channels = FileChannels::new();
+    let timeout = Duration::from_secs(60);
+    let gateway = channels.open_for_gateway("file.create", "invoke-1", timeout).unwrap();
+    let lease = gateway.meta()[EXTENSION]["lease"].as_str().unwrap().to_owned();
+    // Its lease, though never disclosed, gets nothing over HTTP: poll, input, close, attach.
+    for refused in [poll(&channels, &lease, 0), input(&channels, &lease, 0, &frame::ready())] {
+        assert!(refused.unwrap_err().message.contains("no open file channel has this lease"));
+    }
+    assert!(channels.close(Some(json!({"v": 1, "lease": lease})), GEN).is_err());
+    let Err(refused) = attach(&channels, &lease, "invoke-1", "file.create") else { panic!("an HTTP call attached it") };
+    assert!(refused.contains("no open file channel"), "{refused}");
+    // The gateway's own call attaches it (no HTTP generation).
+    let duplex = channels.attach(Some(&gateway.meta()), Some(&gateway.request()), "file.create").unwrap().unwrap();
+    // One limit for both transports: three more (HTTP or gateway), then the fifth is refused.
+    let _http = [open(&channels, "file.fetch", "a").unwrap(), open(&channels, "file.fetch", "b").unwrap()];
+    let _second = channels.open_for_gateway("file.fetch", "invoke-2", timeout).unwrap();
+    assert!(open(&channels, "file.fetch", "c").unwrap_err().message.contains("4 file channels are open already"));
+    assert!(channels.open_for_gateway("file.create", "invoke-3", timeout).is_err());
+    // An MCP token rotation ends the HTTP channels, not the gateway's.
+    assert!(channels.poll(Some(json!({"v": 1, "lease": "x", "ack": 0})), Some(1)).is_err());
+    assert_eq!(channels.open_count(), 2);
+    assert!(!duplex.ended().is_cancelled());
+    // Dropping the gateway's end frees its lease.
+    drop(gateway);
+    assert!(duplex.ended().is_cancelled());
+    assert_eq!(channels.open_count(), 1);
+}
+
+#[tokio::test]
+async fn the_gateway_takes_output_sixteen_frames_at_a_time_and_input_breaches_close_the_transfer() {
+    let channels = FileChannels::new();
+    let gateway = channels.open_for_gateway("file.fetch", "invoke-1", Duration::from_secs(60)).unwrap();
+    let duplex = channels.attach(Some(&gateway.meta()), Some(&gateway.request()), "file.fetch").unwrap().unwrap();
+    duplex.ready().await.unwrap();
+    gateway.output_ready().await;
+    let first = gateway.take_output(OUTPUT_QUEUE_FRAMES);
+    assert_eq!((first.frames.len(), first.done), (1, false));
+    assert_eq!(&*first.frames[0], frame::ready());
+    // A whole 1 MiB message is 128 frames: the queue holds 16, each take frees room.
+    let sending = tokio::spawn(async move {
+        duplex.send(&vec![7u8; MAX_MESSAGE_BYTES]).await.unwrap();
+        duplex
+    });
+    let mut taken = 0;
+    while taken < MAX_MESSAGE_BYTES / FRAGMENT_BYTES {
+        gateway.output_ready().await;
+        let output = gateway.take_output(OUTPUT_QUEUE_FRAMES);
+        assert!(output.frames.len() <= OUTPUT_QUEUE_FRAMES);
+        taken += output.frames.len();
+    }
+    let duplex = sending.await.unwrap();
+    // The next input must be seq 0; seq 1 breaks the protocol and ends the transfer.
+    assert!(gateway.input(1, &frame::data(0, 0, true, b"start")).unwrap_err().contains("out of order"));
+    assert!(duplex.recv().await.unwrap_err().0.contains("out of order"));
+    drop(duplex);
+    assert!(gateway.take_output(OUTPUT_QUEUE_FRAMES).done);
+}
