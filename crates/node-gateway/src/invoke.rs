@@ -297,6 +297,25 @@ mod tests {
     }
 
     #[test]
+    fn duplex_is_file_create_and_binary_file_fetch_but_not_their_preflights() {
+        let event = |command: &str, params: Value| InvokeEvent {
+            id: "i".into(),
+            node_id: None,
+            command: command.into(),
+            params_json: Some(params.to_string()),
+            timeout_ms: None,
+            session_key: None,
+        };
+        assert!(wants_duplex(&event("file.create", json!({"path": "/a"}))));
+        assert!(wants_duplex(&event("file.fetch", json!({"path": "/a", "transport": "binary"}))));
+        assert!(!wants_duplex(&event("file.fetch", json!({"path": "/a"}))));
+        assert!(!wants_duplex(&event("file.create", json!({"path": "/a", "preflightOnly": true}))));
+        assert!(!wants_duplex(&event("file.fetch", json!({"transport": "binary", "preflightOnly": true}))));
+        assert!(!wants_duplex(&event("file.write", json!({"path": "/a"}))));
+        assert!(!wants_duplex(&event("file.create", json!("not an object"))));
+    }
+
+    #[test]
     fn results_have_the_gateways_shape() {
         let ok = Answer::Ok { payload: json!({"bins": {"sh": "/usr/bin/sh"}}) };
         assert_eq!(
