@@ -22,7 +22,8 @@
 //! generation (open, attach, poll, input, close all compare), so a channel opened by a request
 //! admitted before a rotation is unreachable for every request admitted after it; the first
 //! request of a newer generation that reaches the table closes every older channel (freeing their
-//! leases) before it is served; and from then on an open of an older generation is refused. No
+//! leases; the gateway's channels, which no HTTP request reaches, do not depend on the token and
+//! stay) before it is served; and from then on an open of an older generation is refused. No
 //! request of the new generation can ever see an old channel, and no old-generation request can
 //! create one the new generation can use. What is not done: the rotation is noticed by the next
 //! request (the token file's one `fstat` per request), so an old channel whose client is idle
