@@ -62,7 +62,7 @@ pub fn find_bundle(candidates: &[PathBuf]) -> Result<PathBuf, MissingBackend> {
 
 /// The host page: the renderer's element and the bundle, inlined, after the board bridge
 /// ([`bridge_script`]) through `binding`.
-pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
+pub fn host_page(bundle: &Path, binding: &str, token: &str) -> Result<String, String> {
     use std::io::Read;
     let file = std::fs::File::open(bundle).map_err(|error| format!("cannot read {}: {error}", bundle.display()))?;
     let mut script = String::new();
@@ -75,7 +75,7 @@ pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
     // Inside a <script> element the only sequence that ends it early is "</script"; in a
     // JavaScript string, regex or comment "<\/script" means the same.
     let script = script.replace("</script", "<\\/script");
-    let bridge = bridge_script(binding);
+    let bridge = bridge_script(binding, token);
     Ok(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Canvas</title></head>\
          <body style=\"margin:0\"><openclaw-a2ui-host></openclaw-a2ui-host>\
@@ -86,10 +86,17 @@ pub fn host_page(bundle: &Path, binding: &str) -> Result<String, String> {
 /// The board bridge an A2UI renderer hands a user's action to (`globalThis.openclaw.state.emit`):
 /// it passes the action to the node through `binding` and settles once the node says how sending
 /// it went (the `openclaw:a2ui-action-status` event, which the renderer also shows).
-pub fn bridge_script(binding: &str) -> String {
+///
+/// Each call carries `token`, new for each document the node bridges ([`new_bridge_token`]):
+/// `{"bridge": token, "event": event}`. The binding itself reaches every document of the page
+/// (CDP adds it to each), and execution context ids, which tell documents apart, are numbered per
+/// renderer process, so a page of another origin in a fresh process can reuse the bridged
+/// document's id; only the document the node gave the token can send what the node accepts.
+pub fn bridge_script(binding: &str, token: &str) -> String {
     let binding = Value::from(binding);
+    let token = Value::from(token);
     format!(
-        "(() => {{ const send = globalThis[{binding}]; \
+        "(() => {{ const send = globalThis[{binding}]; const bridge = {token}; \
            globalThis.openclaw = {{ state: {{ emit(event) {{ \
              const id = event?.action?.id; \
              if (typeof id !== 'string' || typeof send !== 'function') \
@@ -99,8 +106,31 @@ pub fn bridge_script(binding: &str) -> String {
                  globalThis.removeEventListener('{ACTION_STATUS}', settle); \
                  detail.ok ? resolve() : reject(new Error(detail.error || 'send failed')); }}; \
                globalThis.addEventListener('{ACTION_STATUS}', settle); \
-               send(JSON.stringify(event)); }}); }} }} }}; }})(); true"
+               send(JSON.stringify({{ bridge, event }})); }}); }} }} }}; }})(); true"
     )
+}
+
+/// A fresh bridge token: 128 random bits, hex.
+pub fn new_bridge_token() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| format!("no randomness for the action bridge: {error}"))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// The bytes the bridge's envelope adds to an event (`{"bridge":"<32 hex>","event":...}`): the
+/// tests size calls at the binding's bound with it.
+#[cfg(test)]
+pub const BRIDGE_ENVELOPE_BYTES: usize = r#"{"bridge":"","event":}"#.len() + 32;
+
+/// The event inside a bridged call's `payload`, when it carries `token`; `None` for anything
+/// else (no envelope, another document's token).
+pub fn unwrap_bridged(payload: &str, token: &str) -> Option<Value> {
+    let Ok(Value::Object(mut envelope)) = serde_json::from_str::<Value>(payload) else { return None };
+    let carried = envelope.get("bridge").and_then(Value::as_str)?;
+    if !constant_time_eq::constant_time_eq(carried.as_bytes(), token.as_bytes()) {
+        return None;
+    }
+    envelope.remove("event")
 }
 
 /// The event the page hears how sending an action went (`{id, ok, error}`), as upstream's nodes
@@ -129,9 +159,9 @@ pub struct Action {
 }
 
 impl Action {
-    /// The action in `payload` (what the page passed the binding), or why it is not one.
-    pub fn parse(payload: &str) -> Result<Action, String> {
-        let event: Value = serde_json::from_str(payload).map_err(|error| format!("not JSON: {error}"))?;
+    /// The action in a renderer's event (what its bridge passed the node, unwrapped by
+    /// [`unwrap_bridged`]), or why it is not one.
+    pub fn from_event(event: &Value) -> Result<Action, String> {
         if event.get("eventType").and_then(Value::as_str) != Some("a2ui.action") {
             return Err("not an a2ui.action event".into());
         }
@@ -292,18 +322,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_call_carrying_the_documents_bridge_token_is_unwrapped() {
+        let token = new_bridge_token().unwrap();
+        assert_eq!(token.len(), 32);
+        assert_ne!(token, new_bridge_token().unwrap(), "a token per bridged document");
+        let event = json!({"eventType": "a2ui.action", "action": {"id": "a1", "name": "go"}});
+        // What the bridge's `JSON.stringify({ bridge, event })` sends, byte for byte.
+        let payload = json!({"bridge": token, "event": event}).to_string();
+        assert_eq!(payload.len(), event.to_string().len() + BRIDGE_ENVELOPE_BYTES);
+        assert_eq!(unwrap_bridged(&payload, &token), Some(event.clone()));
+        // Another document's token, none, no envelope, not JSON: refused.
+        let other = new_bridge_token().unwrap();
+        assert_eq!(unwrap_bridged(&payload, &other), None);
+        assert_eq!(unwrap_bridged(&json!({"event": event}).to_string(), &token), None);
+        assert_eq!(unwrap_bridged(&event.to_string(), &token), None);
+        assert_eq!(unwrap_bridged("not json", &token), None);
+        assert!(bridge_script("__b", &token).contains(&format!("const bridge = \"{token}\"")));
+    }
+
+    #[test]
     fn an_action_becomes_upstreams_one_line_message_with_its_context_last() {
         let payload = json!({"eventType": "a2ui.action", "action": {"id": "a1", "name": "Get Weather",
             "surfaceId": "main", "sourceComponentId": "btnWeather", "context": {"city": "Vienna"}}});
-        let action = Action::parse(&payload.to_string()).unwrap();
+        let action = Action::from_event(&payload).unwrap();
         assert_eq!(
             action.agent_message("main", "Peter’s iPad", "ipad16,6"),
             "CANVAS_A2UI action=Get_Weather session=main surface=main component=btnWeather host=Peter_s_iPad \
              instance=ipad16_6 default=update_canvas ctx={\"city\":\"Vienna\"}"
         );
         // Without a context, surface or component: upstream's defaults.
-        let bare =
-            Action::parse(&json!({"eventType": "a2ui.action", "action": {"id": "a2", "name": " go "}}).to_string());
+        let bare = Action::from_event(&json!({"eventType": "a2ui.action", "action": {"id": "a2", "name": " go "}}));
         assert_eq!(
             bare.unwrap().agent_message("main", "", "n"),
             "CANVAS_A2UI action=go session=main surface=main component=- host=- instance=n default=update_canvas"
@@ -331,13 +379,13 @@ mod tests {
     #[test]
     fn what_is_not_an_action_is_refused_with_the_reason() {
         for (payload, why) in [
-            ("not json", "not JSON"),
+            (r#"["not", "an", "object"]"#, "not an a2ui.action"),
             (r#"{"eventType":"other","action":{"id":"a","name":"n"}}"#, "not an a2ui.action"),
             (r#"{"eventType":"a2ui.action"}"#, "no action object"),
             (r#"{"eventType":"a2ui.action","action":{"name":"n"}}"#, "no id"),
             (r#"{"eventType":"a2ui.action","action":{"id":"a","name":"  "}}"#, "no name"),
         ] {
-            let error = Action::parse(payload).unwrap_err();
+            let error = Action::from_event(&serde_json::from_str(payload).unwrap()).unwrap_err();
             assert!(error.contains(why), "{payload}: {error}");
         }
     }

@@ -193,9 +193,16 @@ struct State {
     generation: u64,
     /// The page shown is the A2UI renderer's.
     a2ui: bool,
-    /// The document (its execution context) that may hand the node A2UI actions: the node's own
-    /// renderer page, or a page of a trusted origin ([`Canvas::bridge_if_trusted`]); no other.
-    bridge_context: Option<ExecutionContextId>,
+    /// The document that may hand the node A2UI actions: the node's own renderer page, or a page
+    /// of a trusted origin ([`Canvas::bridge_if_trusted`]); no other.
+    bridge: Option<Bridged>,
+}
+
+/// A document given the action bridge: its execution context and the token its bridge sends
+/// (see [`a2ui::bridge_script`]: context ids alone can repeat across renderer processes).
+struct Bridged {
+    context: ExecutionContextId,
+    token: String,
 }
 
 impl CanvasCapability {
@@ -320,7 +327,7 @@ impl Canvas {
             })?;
             tracing::info!(ms = started.elapsed().as_millis() as u64, ?window, "canvas browser ready");
             // Execution context ids are the browser's own: none of the last one's is trusted here.
-            state.bridge_context = None;
+            state.bridge = None;
             // Ends when the browser stops (its listener, the queue's sender, is aborted).
             tokio::spawn(forward_actions(Arc::downgrade(self), calls));
             state.browser = Some(browser);
@@ -355,7 +362,7 @@ impl Canvas {
         let bridged = self.bridge_if_trusted(browser).await;
         state.visible = true;
         state.a2ui = false;
-        state.bridge_context = bridged;
+        state.bridge = bridged;
         state.generation += 1;
         Ok(json!({"presented": true}))
     }
@@ -364,7 +371,7 @@ impl Canvas {
         let mut state = self.state.lock().await;
         state.visible = false;
         state.a2ui = false;
-        state.bridge_context = None;
+        state.bridge = None;
         state.generation += 1;
         let Some(browser) = state.browser.as_ref() else { return Ok(json!({"hidden": true})) };
         // A window is hidden by closing it: a window manager may not honour a minimise, and a
@@ -414,7 +421,7 @@ impl Canvas {
         let bridged = self.bridge_if_trusted(browser).await;
         state.visible = true;
         state.a2ui = false;
-        state.bridge_context = bridged;
+        state.bridge = bridged;
         state.generation += 1;
         Ok(json!({"navigated": true, "opener": "canvas", "url": url}))
     }
@@ -555,7 +562,11 @@ impl Canvas {
             let shown = state.visible && state.browser.as_ref().is_some_and(Browser::alive);
             let browser = self.browser(&mut state, &geometry).await?;
             let binding = browser.action_binding().to_owned();
-            let page = tokio::task::spawn_blocking(move || a2ui::host_page(&bundle, &binding));
+            let token = a2ui::new_bridge_token().map_err(failed)?;
+            let page = {
+                let token = token.clone();
+                tokio::task::spawn_blocking(move || a2ui::host_page(&bundle, &binding, &token))
+            };
             let page = page.await.map_err(|error| failed(error.to_string()))?.map_err(failed)?;
             let url = format!("data:text/html;charset=utf-8;base64,{}", STANDARD.encode(page));
             // A canvas already shown keeps its size and place; otherwise it opens at the default.
@@ -566,7 +577,7 @@ impl Canvas {
             let context = browser.main_context().await;
             state.visible = true;
             state.a2ui = true;
-            state.bridge_context = context;
+            state.bridge = context.map(|context| Bridged { context, token });
             state.generation += 1;
         }
         let browser = open(&state)?;
@@ -628,7 +639,7 @@ impl Canvas {
     /// Gives the page `browser` just loaded the A2UI action bridge when its origin is trusted:
     /// the connected gateway's (its canvas host serves A2UI pages) or one of the owner's
     /// `NodeCanvasTrustedOrigins`. The document that got it, or `None` (any other page: no bridge).
-    async fn bridge_if_trusted(&self, browser: &Browser) -> Option<ExecutionContextId> {
+    async fn bridge_if_trusted(&self, browser: &Browser) -> Option<Bridged> {
         let mut trusted = self.settings.read(|settings| settings.node_canvas_trusted_origins.clone());
         trusted.extend(self.options.events.gateway_origin());
         // Nothing trusted (the default, MCP only): no need to ask the page where it is.
@@ -640,7 +651,14 @@ impl Canvas {
             return None;
         }
         let document = browser.main_context().await?;
-        match browser.evaluate(&a2ui::bridge_script(browser.action_binding()), Duration::from_secs(5)).await {
+        let token = match a2ui::new_bridge_token() {
+            Ok(token) => token,
+            Err(error) => {
+                tracing::warn!(%error, %origin, "cannot give a trusted page the A2UI action bridge");
+                return None;
+            }
+        };
+        match browser.evaluate(&a2ui::bridge_script(browser.action_binding(), &token), Duration::from_secs(5)).await {
             Ok(Evaluated::Value(_)) => {}
             other => {
                 tracing::warn!(?other, %origin, "cannot give a trusted page the A2UI action bridge");
@@ -648,20 +666,27 @@ impl Canvas {
             }
         }
         // The same document still (the page did not move on meanwhile).
-        (browser.main_context().await == Some(document)).then_some(document)
+        (browser.main_context().await == Some(document)).then_some(Bridged { context: document, token })
     }
 
     async fn forward_action(&self, call: ActionCall) {
-        {
+        let (event, token) = {
             let state = self.state.lock().await;
-            if state.bridge_context != Some(call.context) {
-                tracing::warn!(
-                    "ignored an A2UI action from a document that may not send them (not the node's renderer nor a trusted origin)"
-                );
-                return;
+            let bridged = state.bridge.as_ref().filter(|bridged| bridged.context == call.context);
+            match bridged
+                .and_then(|bridged| Some((a2ui::unwrap_bridged(&call.payload, &bridged.token)?, &bridged.token)))
+            {
+                Some((event, token)) => (event, token.clone()),
+                None => {
+                    tracing::warn!(
+                        "ignored an A2UI action from a document that may not send them (not the node's renderer nor a \
+                         trusted origin, or without the bridge the node gave it)"
+                    );
+                    return;
+                }
             }
-        }
-        let action = match a2ui::Action::parse(&call.payload) {
+        };
+        let action = match a2ui::Action::from_event(&event) {
             Ok(action) => action,
             Err(error) => {
                 tracing::warn!(%error, "ignored an A2UI action the renderer's page sent");
@@ -676,7 +701,7 @@ impl Canvas {
         let state = self.state.lock().await;
         // Only to the document that sent it, if it is still shown.
         if let Ok(browser) = open(&state)
-            && state.bridge_context == Some(call.context)
+            && state.bridge.as_ref().is_some_and(|bridged| bridged.context == call.context && bridged.token == token)
             && browser.main_context().await == Some(call.context)
         {
             let _ = browser.evaluate(&a2ui::action_status_script(&action.id, &sent), Duration::from_secs(5)).await;

@@ -1140,24 +1140,24 @@ async fn a_click_in_an_a2ui_surface_reaches_the_gateways_agent_and_only_from_the
     assert_eq!(keys.len(), 3, "{keys:?}");
     assert_eq!(keys[2], pending["id"], "no forged call was sent: {keys:?}");
 
-    // The binding's bound, from the renderer's own document: a call of exactly MAX_ACTION_BYTES is
-    // taken (and refused as a message longer than the gateway takes, which the page hears), one
-    // byte more is dropped unheard. In order: had the longer one been taken, its status would
-    // come first.
+    // The binding's bound, from the renderer's own document through its bridge: a call of exactly
+    // MAX_ACTION_BYTES (the bridge's envelope included) is taken (and refused as a message longer
+    // than the gateway takes, which the page hears), one byte more is dropped unheard. In order:
+    // had the longer one been taken, its status would come first.
     let sized = |id: &str, total: usize| {
         let with = |fill: usize| {
             json!({"eventType": "a2ui.action", "action": {"id": id, "name": "big", "context": {"v": "x".repeat(fill)}}})
                 .to_string()
         };
-        let payload = with(total - with(0).len());
-        assert_eq!(payload.len(), total);
-        payload
+        let event = with(total - a2ui::BRIDGE_ENVELOPE_BYTES - with(0).len());
+        assert_eq!(event.len() + a2ui::BRIDGE_ENVELOPE_BYTES, total);
+        event
     };
     let listen = "globalThis.__statuses = []; globalThis.addEventListener('openclaw:a2ui-action-status', \
                   (e) => __statuses.push(e.detail.id + ':' + e.detail.ok)); true";
     ok(&canvas, "canvas.eval", json!({"script": listen})).await;
     for (id, total) in [("over-bound", browser::MAX_ACTION_BYTES + 1), ("at-bound", browser::MAX_ACTION_BYTES)] {
-        let script = format!("globalThis[{name}]({}); true", Value::from(sized(id, total)));
+        let script = format!("openclaw.state.emit({}).catch(() => {{}}); true", sized(id, total));
         ok(&canvas, "canvas.eval", json!({"script": script})).await;
     }
     let deadline = Instant::now() + Duration::from_secs(10);
