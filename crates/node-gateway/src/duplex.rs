@@ -47,14 +47,10 @@ where
             () = channel.output_ready() => {
                 let output = channel.take_output(SEND_GATE);
                 if !output.frames.is_empty() {
-                    let sends: Vec<Fut> = output
-                        .frames
-                        .into_iter()
-                        .map(|frame| {
-                            seq += 1;
-                            send(seq - 1, frame)
-                        })
-                        .collect();
+                    let first = seq;
+                    seq += output.frames.len() as u64;
+                    let sends: Vec<Fut> =
+                        (first..).zip(output.frames).map(|(number, frame)| send(number, frame)).collect();
                     if let Some(Err(reason)) = join_all(sends).await.into_iter().find(Result::is_err) {
                         channel.end(&format!("the gateway did not take a progress frame: {reason}"));
                         return;

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use clawmcp_mcp::{CallContext, NodeEvent, ToolFailure, ToolFilter, ToolOutcome, Unserved};
-use clawmcp_node::files::channel::GatewayChannel;
+use clawmcp_node::files::channel::{self, GatewayChannel};
 use clawmcp_node::{Caller, InvokeRequest, Registry};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -94,18 +94,13 @@ impl Completed {
 }
 
 /// Whether `event` is a duplex invoke: the gateway does not say so, the command and its params do
-/// (as for the real node host): `file.create`, and `file.fetch` with `transport: "binary"`, except
-/// their plain `preflightOnly` calls.
+/// (as for the real node host; the rule is the file channel's, [`channel::streams`]). Only the
+/// channel's own commands have their params read here (a `file.write` carries up to 22 MB).
 pub fn wants_duplex(event: &InvokeEvent) -> bool {
-    let Ok(args) = parse_params(event.params_json.as_deref()) else { return false };
-    if args.get("preflightOnly").and_then(Value::as_bool) == Some(true) {
+    if !channel::COMMANDS.contains(&event.command.as_str()) {
         return false;
     }
-    match event.command.as_str() {
-        "file.create" => true,
-        "file.fetch" => args.get("transport").and_then(Value::as_str) == Some("binary"),
-        _ => false,
-    }
+    parse_params(event.params_json.as_deref()).is_ok_and(|args| channel::streams(&event.command, &args))
 }
 
 /// Runs `event` against `registry` through `filter`, until done, cancelled or out of budget;

@@ -673,11 +673,10 @@ impl Canvas {
         let (event, token) = {
             let state = self.state.lock().await;
             let bridged = state.bridge.as_ref().filter(|bridged| bridged.context == call.context);
-            match bridged
-                .and_then(|bridged| Some((a2ui::unwrap_bridged(&call.payload, &bridged.token)?, &bridged.token)))
-            {
-                Some((event, token)) => (event, token.clone()),
-                None => {
+            let event = bridged.and_then(|bridged| a2ui::unwrap_bridged(&call.payload, &bridged.token));
+            match (bridged, event) {
+                (Some(bridged), Some(event)) => (event, bridged.token.clone()),
+                _ => {
                     tracing::warn!(
                         "ignored an A2UI action from a document that may not send them (not the node's renderer nor a \
                          trusted origin, or without the bridge the node gave it)"

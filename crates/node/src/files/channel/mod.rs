@@ -96,6 +96,25 @@ pub fn capability() -> Value {
     })
 }
 
+/// `name` as one of [`COMMANDS`].
+fn channel_command(name: &str) -> Option<&'static str> {
+    COMMANDS.into_iter().find(|known| *known == name)
+}
+
+/// Whether a call of `command` with `args` moves its bytes over a channel, so a transport that
+/// carries channels itself (the gateway link, which the gateway does not tell) must give it one:
+/// `file.create`, and `file.fetch` asking for `transport: "binary"`; never a `preflightOnly` call.
+pub fn streams(command: &str, args: &Map<String, Value>) -> bool {
+    if super::flag(args, "preflightOnly") {
+        return false;
+    }
+    match command {
+        "file.create" => true,
+        "file.fetch" => super::fetch::wants_binary(args).unwrap_or(false),
+        _ => false,
+    }
+}
+
 /// Why a channel ended, as the command sees it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the file channel closed: {0}")]
@@ -382,11 +401,11 @@ impl FileChannels {
     pub fn open(self: &Arc<Self>, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
         let generation = generation_of(auth_generation)?;
         let params = versioned(params, OPEN)?;
-        let command = match params.get("command").and_then(Value::as_str) {
-            Some(name) => COMMANDS.into_iter().find(|known| *known == name),
-            None => None,
-        }
-        .ok_or_else(|| invalid(format!("{OPEN}: command must be one of {}", COMMANDS.join(", "))))?;
+        let command = params
+            .get("command")
+            .and_then(Value::as_str)
+            .and_then(channel_command)
+            .ok_or_else(|| invalid(format!("{OPEN}: command must be one of {}", COMMANDS.join(", "))))?;
         let request_id = params.get("requestId").and_then(id_key_of).ok_or_else(|| {
             invalid(format!(
                 "{OPEN}: requestId must be the JSON-RPC id (a string or a number) of the tools/call it will attach to"
@@ -454,10 +473,7 @@ impl FileChannels {
         invoke_id: &str,
         timeout: Duration,
     ) -> Result<GatewayChannel, String> {
-        let command = COMMANDS
-            .into_iter()
-            .find(|known| *known == command)
-            .ok_or_else(|| format!("{command} has no duplex transport"))?;
+        let command = channel_command(command).ok_or_else(|| format!("{command} has no duplex transport"))?;
         let request_id = RequestId::string(invoke_id);
         let table = self.table();
         let generation = table.generation;
