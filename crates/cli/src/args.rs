@@ -200,7 +200,7 @@ pub struct GatewayNodeArgs {
 
     /// The gateway's shared token (visible in the process list, and not saved: prefer
     /// --gateway-token-file or OPENCLAW_GATEWAY_TOKEN).
-    #[arg(long, conflicts_with = "gateway_token_file", hide_env_values = true)]
+    #[arg(long, conflicts_with = "gateway_token_file", hide_env_values = true, allow_hyphen_values = true)]
     pub gateway_token: Option<String>,
 
     /// A file holding the gateway's shared token.
@@ -208,7 +208,7 @@ pub struct GatewayNodeArgs {
     pub gateway_token_file: Option<PathBuf>,
 
     /// The gateway's password (not saved: prefer --gateway-password-file).
-    #[arg(long, conflicts_with = "gateway_password_file", hide_env_values = true)]
+    #[arg(long, conflicts_with = "gateway_password_file", hide_env_values = true, allow_hyphen_values = true)]
     pub gateway_password: Option<String>,
 
     /// A file holding the gateway's password.
@@ -228,7 +228,7 @@ pub struct GatewayNodeArgs {
     /// Devices > Node host, or `openclaw qr`). It names the gateway, a single-use bootstrap
     /// token and the TLS pin; explicit --gateway-url / --gateway-tls-fingerprint win. Only the
     /// URL and pin are saved; later starts use the device token the gateway issues.
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", allow_hyphen_values = true)]
     pub pair: Option<String>,
 
     /// Pin the wss:// gateway's certificate by its SHA-256 fingerprint (hex, colons allowed)
@@ -272,7 +272,7 @@ pub struct EndpointArgs {
 
     /// Bearer token to send instead of reading the token file (visible to other local users
     /// in the process list: prefer the file).
-    #[arg(long, global = true, env = "OPENCLAW_MCP_TOKEN", hide_env_values = true)]
+    #[arg(long, global = true, env = "OPENCLAW_MCP_TOKEN", hide_env_values = true, allow_hyphen_values = true)]
     pub token: Option<String>,
 
     #[command(flatten)]
@@ -571,7 +571,7 @@ pub struct GatewayConnectArgs {
 
     /// Gateway token (visible to other local users in the process list: prefer --token-file).
     /// Default: OPENCLAW_GATEWAY_TOKEN or openclaw.json.
-    #[arg(long, global = true, conflicts_with = "token_file", hide_env_values = true)]
+    #[arg(long, global = true, conflicts_with = "token_file", hide_env_values = true, allow_hyphen_values = true)]
     pub token: Option<String>,
 
     /// Read the gateway token from a file.
@@ -580,7 +580,7 @@ pub struct GatewayConnectArgs {
 
     /// Gateway password (visible to other local users in the process list: prefer
     /// --password-file). Default: OPENCLAW_GATEWAY_PASSWORD or openclaw.json.
-    #[arg(long, global = true, conflicts_with = "password_file", hide_env_values = true)]
+    #[arg(long, global = true, conflicts_with = "password_file", hide_env_values = true, allow_hyphen_values = true)]
     pub password: Option<String>,
 
     /// Read the gateway password from a file.
@@ -652,7 +652,7 @@ pub enum ToolsAction {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
 
     use super::Cli;
 
@@ -662,5 +662,42 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// A secret is random text, and random base64url starts with `-` one time in 64: `--token
+    /// -6Yx...` must be the token, not an unknown flag (CI's e2e met a node token like that).
+    /// Every flag that takes a token, password or setup code inline accepts such a value.
+    #[test]
+    fn every_secret_flag_takes_a_value_that_starts_with_a_hyphen() {
+        fn secret_flags(command: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if long.ends_with("token") || long.ends_with("password") || long == "pair" {
+                    assert!(arg.is_allow_hyphen_values_set(), "`{path} --{long}` refuses a value starting with `-`");
+                    found.push(format!("{path} --{long}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                secret_flags(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        secret_flags(&Cli::command(), "clawmcp", &mut found);
+        for flag in [
+            "clawmcp call --token",
+            "clawmcp node --gateway-token",
+            "clawmcp node --gateway-password",
+            "clawmcp serve --token",
+            "clawmcp tools --password",
+        ] {
+            assert!(found.iter().any(|f| f == flag), "{flag} not among the secret flags checked: {found:?}");
+        }
+
+        let token = "-6Yx_zQ3mKp0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0u";
+        let cli = Cli::try_parse_from(["clawmcp", "call", "system.which", "--token", token, "--params", "{}"])
+            .expect("a token starting with `-` parses");
+        let super::Command::Call(call) = cli.command else { panic!("not a call: {:?}", cli.command) };
+        assert_eq!(call.endpoint.token.as_deref(), Some(token));
+        assert_eq!(call.params.as_deref(), Some("{}"), "the flag after the token is still a flag");
     }
 }
