@@ -172,6 +172,16 @@ impl NodeClient {
         Ok(self.mcp.request(id, method, params).await?)
     }
 
+    /// Requests the node must take in order, pipelined on one connection (see
+    /// `McpClient::request_pipelined`); their answers in order.
+    pub async fn request_pipelined(
+        &self,
+        method: &str,
+        requests: impl IntoIterator<Item = (RequestId, Value)>,
+    ) -> Result<Vec<Answer>, ClientError> {
+        Ok(self.mcp.request_pipelined(method, requests).await?)
+    }
+
     /// [`request`](Self::request), with each progress `message` the node sends before its
     /// answer handed to `on_progress` as it arrives (only a call that carries a progress token
     /// gets any).

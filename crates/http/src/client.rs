@@ -46,6 +46,8 @@ use sse_stream::SseStream;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+mod pipelined;
+
 /// The default cap on a response body (a whole event stream included): well above any tool
 /// result (screenshots), bounded so a wrong endpoint cannot exhaust memory.
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -405,19 +407,45 @@ impl McpClient {
     /// not yet read.
     async fn send(&self, body: Bytes) -> Result<(Response<Incoming>, Kept), ClientError> {
         let endpoint = self.endpoint();
+        let mut request = self.request_to(&body)?.body(Full::new(body)).expect("a request of checked parts");
+        let connect_error =
+            |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
+
+        // A kept connection the node closed meanwhile gives the request back unsent (hyper hands
+        // back a request it has not written), and the next one, or a new connection, takes it.
+        while let Some(mut sender) = self.pool.take() {
+            if sender.ready().await.is_err() {
+                continue;
+            }
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok((response, Kept(sender))),
+                Err(mut error) => match error.take_message() {
+                    Some(unsent) => request = unsent,
+                    None => return Err(connect_error(error.into_error())),
+                },
+            }
+        }
+        let mut sender = self.connect().await?;
+        let response = sender.send_request(request).await.map_err(connect_error)?;
+        Ok((response, Kept(sender)))
+    }
+
+    /// The method, path and headers of a POST of `body`: the bearer, the negotiated revision and
+    /// session, the declared file command, and a stateless request's routing headers.
+    pub(crate) fn request_to(&self, body: &Bytes) -> Result<http::request::Builder, ClientError> {
         let mut request = Request::post(self.path.as_str())
             .header(HOST, self.host_header())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
         if let Some(token) = &self.bearer {
             let mut bearer = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| ClientError::BadBearer { endpoint: endpoint.clone() })?;
+                .map_err(|_| ClientError::BadBearer { endpoint: self.endpoint() })?;
             bearer.set_sensitive(true);
             request = request.header(AUTHORIZATION, bearer);
         }
         // A stateless (2026-07-28) request repeats its revision, method and name in headers, or
         // the server refuses it; what its body says wins over the session's revision.
-        match clawmcp_mcp::modern::stateless_routing(&body) {
+        match clawmcp_mcp::modern::stateless_routing(body) {
             Some(routing) => {
                 request = request.header(PROTOCOL_VERSION_HEADER, routing.protocol_version);
                 // A method no header can carry (control bytes) is left out: the server then
@@ -443,46 +471,31 @@ impl McpClient {
             request = request.header("x-openclaw-file-command", command);
         }
         // Every part was checked above (the path came from a parsed URI).
-        let mut request = request.body(Full::new(body)).expect("a request of checked parts");
-        let connect_error =
-            |e: hyper::Error| ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() };
-
-        // A kept connection the node closed meanwhile gives the request back unsent (hyper hands
-        // back a request it has not written), and the next one, or a new connection, takes it.
-        while let Some(mut sender) = self.pool.take() {
-            if sender.ready().await.is_err() {
-                continue;
-            }
-            match sender.try_send_request(request).await {
-                Ok(response) => return Ok((response, Kept(sender))),
-                Err(mut error) => match error.take_message() {
-                    Some(unsent) => request = unsent,
-                    None => return Err(connect_error(error.into_error())),
-                },
-            }
-        }
-        let mut sender = self.connect().await?;
-        let response = sender.send_request(request).await.map_err(connect_error)?;
-        Ok((response, Kept(sender)))
+        Ok(request)
     }
 
     /// A new connection to the endpoint, its task spawned: it ends once its sender is dropped
     /// (or, mid-exchange, once the response or its body is).
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ClientError> {
-        let endpoint = self.endpoint();
+        let stream = self.connect_tcp().await?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ClientError::Connect { endpoint: self.endpoint(), reason: e.to_string() })?;
+        tokio::spawn(connection);
+        Ok(sender)
+    }
+
+    /// A new TCP connection to the endpoint, without Nagle's delay.
+    async fn connect_tcp(&self) -> Result<TcpStream, ClientError> {
         let stream = TcpStream::connect((self.host.as_str(), self.port)).await.map_err(|e| {
             if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                ClientError::Refused { endpoint: endpoint.clone() }
+                ClientError::Refused { endpoint: self.endpoint() }
             } else {
-                ClientError::Connect { endpoint: endpoint.clone(), reason: e.to_string() }
+                ClientError::Connect { endpoint: self.endpoint(), reason: e.to_string() }
             }
         })?;
         let _ = stream.set_nodelay(true);
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ClientError::Connect { endpoint, reason: e.to_string() })?;
-        tokio::spawn(connection);
-        Ok(sender)
+        Ok(stream)
     }
 
     fn host_header(&self) -> String {
@@ -628,13 +641,14 @@ mod tests {
 
     impl Server {
         async fn start(answer: impl Fn(&Seen) -> (u16, &'static str, Vec<u8>) + Send + Sync + 'static) -> Server {
-            Server::start_with(true, answer).await
+            Server::start_with(true, Duration::ZERO, answer).await
         }
 
         /// [`start`](Self::start), keeping connections alive across requests or closing each
-        /// after its answer.
+        /// after its answer, and answering `delay` after each request arrived.
         async fn start_with(
             keep_alive: bool,
+            delay: Duration,
             answer: impl Fn(&Seen) -> (u16, &'static str, Vec<u8>) + Send + Sync + 'static,
         ) -> Server {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -657,6 +671,7 @@ mod tests {
                                 let body = request.into_body().collect().await.unwrap().to_bytes();
                                 let seen = Seen { headers, body: serde_json::from_slice(&body).unwrap_or_default() };
                                 recorded.lock().unwrap().push(seen.clone());
+                                tokio::time::sleep(delay).await;
                                 let (status, content_type, body) = answer(&seen);
                                 let response = Response::builder()
                                     .status(status)
@@ -794,7 +809,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_the_server_closed_is_not_reused() {
-        let server = Server::start_with(false, echo).await;
+        let server = Server::start_with(false, Duration::ZERO, echo).await;
         let client = server.client();
         for n in 0..5 {
             client.request(&RequestId::number(n), "ping", None).await.unwrap();
@@ -1050,5 +1065,76 @@ mod tests {
     fn error_bodies_are_one_sanitised_line() {
         assert_eq!(first_line(b"bad\x07 thing\nsecond"), "bad thing");
         assert_eq!(first_line(b""), "(empty body)");
+    }
+
+    /// The answer to a request the stand-in saw: its `params.n` and `method` back, under its id.
+    fn echo_n(seen: &Seen) -> (u16, &'static str, Vec<u8>) {
+        let (id, params) = (&seen.body["id"], &seen.body["params"]);
+        json_answer(json!({"jsonrpc": "2.0", "id": id, "result": {"n": params["n"], "method": seen.body["method"]}}))
+    }
+
+    #[tokio::test]
+    async fn a_pipelined_burst_goes_on_one_connection_and_its_answers_come_back_in_order() {
+        let server = Server::start(echo_n).await;
+        let client = server.client().with_bearer(Some("secret".into()));
+        // 300 requests of 10 KB: far more than the socket buffers hold, so the answers must be
+        // read while the requests are still being written.
+        let pad = "x".repeat(10_000);
+        let requests: Vec<_> =
+            (0..300).map(|n| (RequestId::string(&format!("r{n}")), json!({"n": n, "pad": pad}))).collect();
+        let answers = client.request_pipelined("openclaw/files/input", requests).await.unwrap();
+        let numbers: Vec<u64> = answers
+            .iter()
+            .map(|answer| match answer {
+                Answer::Result(result) => result["n"].as_u64().unwrap(),
+                Answer::Error(error) => panic!("{error:?}"),
+            })
+            .collect();
+        assert_eq!(numbers, (0..300).collect::<Vec<u64>>());
+        assert_eq!(server.accepted(), 1, "one connection");
+        let seen = server.seen();
+        assert_eq!(seen.len(), 300);
+        // Each carries the head every message carries.
+        assert_eq!(header(&seen[299], "authorization"), Some("Bearer secret"));
+        assert_eq!(header(&seen[299], "content-type"), Some("application/json"));
+        assert_eq!(seen[299].body["params"]["pad"].as_str().map(str::len), Some(10_000));
+        // The connection stays open until the last answer came: a server that takes a half-closed
+        // connection as the client gone (hyper's default) still answers a slow last request.
+        let slow = Server::start_with(true, Duration::from_millis(100), echo_n).await;
+        let answers =
+            slow.client().request_pipelined("m", vec![(RequestId::number(7), json!({"n": 7}))]).await.unwrap();
+        assert!(matches!(&answers[..], [Answer::Result(result)] if result["n"] == 7));
+        // A JSON-RPC error is an answer, not a failure of the burst.
+        let server = Server::start(|seen| {
+            json_answer(json!({"jsonrpc": "2.0", "id": seen.body["id"], "error": {"code": -32602, "message": "no"}}))
+        })
+        .await;
+        let answers = server.client().request_pipelined("m", vec![(RequestId::number(1), json!({}))]).await.unwrap();
+        assert!(matches!(&answers[..], [Answer::Error(error)] if error.code == -32602));
+    }
+
+    #[tokio::test]
+    async fn a_pipelined_burst_fails_with_what_it_could_not_read() {
+        let burst = || (0..3).map(|n| (RequestId::number(n), json!({"n": n}))).collect::<Vec<_>>();
+        let streamed = Server::start(|seen| (200, "text/event-stream", events(std::slice::from_ref(&seen.body)))).await;
+        let error = streamed.client().request_pipelined("m", burst()).await.unwrap_err();
+        assert!(error.to_string().contains("event stream"), "{error}");
+        let refused = Server::start(|_| (401, "text/plain", b"no".to_vec())).await;
+        let error = refused.client().request_pipelined("m", burst()).await.unwrap_err();
+        assert!(matches!(error, ClientError::Unauthorized { .. }), "{error}");
+        // A server that closes the connection after one answer: the burst says how far it got.
+        let closing = Server::start_with(false, Duration::ZERO, echo_n).await;
+        let error = closing.client().request_pipelined("m", burst()).await.unwrap_err();
+        assert!(error.to_string().contains("closed after answering 1 of the pipelined requests"), "{error}");
+        // An answer larger than the response cap.
+        let large = Server::start(|seen| {
+            json_answer(json!({"jsonrpc": "2.0", "id": seen.body["id"], "result": "y".repeat(5000)}))
+        })
+        .await;
+        let error = large.client().with_max_response_bytes(4096).request_pipelined("m", burst()).await.unwrap_err();
+        assert!(matches!(error, ClientError::TooLarge { limit: 4096, .. }), "{error}");
+        // Nothing to send is nothing to connect for.
+        assert!(refused.client().request_pipelined("m", Vec::new()).await.unwrap().is_empty());
+        assert_eq!(refused.accepted(), 1);
     }
 }

@@ -121,11 +121,16 @@ struct Rpc(McpClient);
 
 impl ChannelRpc for Rpc {
     async fn request(&self, id: RequestId, method: &str, params: Value) -> Result<Value, RpcFailure> {
-        match self.0.request(&id, method, Some(&params)).await {
-            Ok(Answer::Result(result)) => Ok(result),
-            Ok(Answer::Error(error)) => Err(RpcFailure { code: Some(error.code), message: error.message }),
-            Err(error) => Err(RpcFailure { code: None, message: error.to_string() }),
-        }
+        RpcFailure::outcome(self.0.request(&id, method, Some(&params)).await)
+    }
+
+    /// Pipelined, as `clawmcp call` sends them: the node's HTTP server takes a chunk's inputs
+    /// written back to back on one connection, in order.
+    async fn request_in_order<I>(&self, method: &'static str, requests: I) -> Result<Vec<Value>, RpcFailure>
+    where
+        I: Iterator<Item = (RequestId, Value)> + Send,
+    {
+        RpcFailure::outcomes(self.0.request_pipelined(method, requests).await)
     }
 }
 
@@ -168,7 +173,7 @@ async fn fetch(node: &Node, path: &Path, request_id: &str) -> (Vec<u8>, Value) {
     let received = channel
         .receive_file(|message| {
             assert!(!message.is_empty() && message.len() <= frame::MAX_MESSAGE_BYTES, "{}", message.len());
-            bytes.extend_from_slice(message);
+            bytes.extend_from_slice(&message);
             Ok(())
         })
         .await

@@ -42,11 +42,23 @@ const ANSWER_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
 impl ChannelRpc for NodeClient {
     async fn request(&self, id: RequestId, method: &str, params: Value) -> Result<Value, RpcFailure> {
-        match NodeClient::request(self, &id, method, Some(&params)).await {
-            Ok(Answer::Result(result)) => Ok(result),
-            Ok(Answer::Error(error)) => Err(RpcFailure { code: Some(error.code), message: error.message }),
-            Err(error) => Err(RpcFailure { code: None, message: error.to_string() }),
+        RpcFailure::outcome(NodeClient::request(self, &id, method, Some(&params)).await)
+    }
+
+    /// A chunk's inputs pipelined on one connection of their own (`McpClient::request_pipelined`);
+    /// one request (fetch's start and acks, an empty create's EOF) on a kept connection as any.
+    async fn request_in_order<I>(&self, method: &'static str, requests: I) -> Result<Vec<Value>, RpcFailure>
+    where
+        I: Iterator<Item = (RequestId, Value)> + Send,
+    {
+        let mut requests = requests.peekable();
+        let Some(first) = requests.next() else { return Ok(Vec::new()) };
+        if requests.peek().is_none() {
+            let (id, params) = first;
+            let single = RpcFailure::outcome(NodeClient::request(self, &id, method, Some(&params)).await)?;
+            return Ok(vec![single]);
         }
+        RpcFailure::outcomes(self.request_pipelined(method, std::iter::once(first).chain(requests)).await)
     }
 }
 
@@ -119,9 +131,10 @@ pub async fn fetch(
     let params = call_params("file.fetch", Value::Object(arguments), channel.attachment());
     let outcome = {
         let mut file = part.as_file();
-        let sink = |chunk: &[u8]| {
-            file.write_all(chunk)?;
-            hasher.update(chunk);
+        // Written and hashed after the chunk's ack went out, while the node reads the next.
+        let sink = |chunk: Vec<u8>| {
+            file.write_all(&chunk)?;
+            hasher.update(&chunk);
             received += chunk.len() as u64;
             bar.set_position(received);
             Ok(())

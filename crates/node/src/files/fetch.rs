@@ -182,11 +182,13 @@ pub async fn binary(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: D
         if size > max_bytes {
             return Err(grew(max_bytes, &canonical));
         }
+        duplex.send(&chunk).await.map_err(closed)?;
+        // Hashed once the chunk is queued, while the client takes its last frames and acks it:
+        // off the path between the ack and the next chunk's first frames.
         hash.update(&chunk);
         if head.is_none() {
             head = Some(mime::of_content(&chunk, &canonical));
         }
-        duplex.send(&chunk).await.map_err(closed)?;
         duplex.recv_text("ack").await.map_err(closed)?;
     }
     let mime_type = head.unwrap_or_else(|| mime::of_content(&[], &canonical));

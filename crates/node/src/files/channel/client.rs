@@ -13,6 +13,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use clawmcp_mcp::RequestId;
+use clawmcp_mcp::client::Answer;
 use serde_json::{Value, json};
 
 use super::frame::{self, Frame, FrameError, Reassembler};
@@ -27,6 +28,28 @@ pub trait ChannelRpc: Sync {
         method: &str,
         params: Value,
     ) -> impl Future<Output = Result<Value, RpcFailure>> + Send;
+
+    /// Sends `requests` (ids and params) of `method` in this order and returns their results in
+    /// order, stopping at the first failure (the requests after it may or may not have been
+    /// taken). This one waits for each answer before sending the next; a transport that keeps
+    /// several in flight on one connection, taken in order, overrides it (the CLI pipelines a
+    /// chunk's 128 inputs over HTTP/1.1).
+    fn request_in_order<I>(
+        &self,
+        method: &'static str,
+        requests: I,
+    ) -> impl Future<Output = Result<Vec<Value>, RpcFailure>> + Send
+    where
+        I: Iterator<Item = (RequestId, Value)> + Send,
+    {
+        async move {
+            let mut results = Vec::new();
+            for (id, params) in requests {
+                results.push(self.request(id, method, params).await?);
+            }
+            Ok(results)
+        }
+    }
 }
 
 /// A request that got no result: a JSON-RPC error (`code` set) or a transport failure.
@@ -38,6 +61,24 @@ pub struct RpcFailure {
 }
 
 impl RpcFailure {
+    /// What an MCP client's exchange gave, as a channel request's outcome: the result, the
+    /// server's JSON-RPC error, or the transport's failure.
+    pub fn outcome(exchange: Result<Answer, impl std::fmt::Display>) -> Result<Value, RpcFailure> {
+        match exchange {
+            Ok(Answer::Result(result)) => Ok(result),
+            Ok(Answer::Error(error)) => Err(RpcFailure { code: Some(error.code), message: error.message }),
+            Err(error) => Err(RpcFailure { code: None, message: error.to_string() }),
+        }
+    }
+
+    /// [`Self::outcome`] of each answer of a burst, stopping at the first that failed.
+    pub fn outcomes(exchange: Result<Vec<Answer>, impl std::fmt::Display>) -> Result<Vec<Value>, RpcFailure> {
+        match exchange {
+            Ok(answers) => answers.into_iter().map(|answer| Self::outcome(Ok::<_, String>(answer))).collect(),
+            Err(error) => Err(RpcFailure { code: None, message: error.to_string() }),
+        }
+    }
+
     /// The node does not serve the channel's methods (an older node, or not the node's HTTP
     /// service): the caller falls back to the unary command.
     pub fn is_method_not_found(&self) -> bool {
@@ -66,6 +107,16 @@ pub enum TransferError {
 const FIRST_POLL_PAUSE: Duration = Duration::from_millis(1);
 const MAX_POLL_PAUSE: Duration = Duration::from_millis(25);
 
+/// Empty polls sent without a pause after each message this client sends: a poll is a loopback
+/// round trip of some tens of microseconds, the node's next chunk is ready in a few hundred, and
+/// the shortest pause the timer can sleep is a millisecond (fifty of them were a fifth of a 50 MiB
+/// fetch).
+const EAGER_POLLS: u32 = 8;
+
+/// Chunks a create sends before waiting for the oldest one's ack: the node buffers at most 2 MiB
+/// (a 1 MiB chunk it has not taken yet and the next) for a listening command.
+const UNACKNOWLEDGED_CHUNKS: usize = 2;
+
 /// One open channel, from the client's side: its lease, the output cursor (`ack`), the input
 /// sequence, and the messages put back together from the node's frames.
 pub struct ChannelClient<'r, R: ChannelRpc> {
@@ -80,10 +131,15 @@ pub struct ChannelClient<'r, R: ChannelRpc> {
     seq: u64,
     message: u64,
     reassembler: Reassembler,
+    /// Frames polled (so acknowledged by the next poll) and not yet parsed: their payloads.
+    unparsed: Vec<String>,
     pending: std::collections::VecDeque<Vec<u8>>,
     ready: bool,
     completed: bool,
     pause: Duration,
+    /// Empty polls still sent without a pause: the command was just given what it waited for
+    /// (the start or an ack) and is reading its next chunk.
+    eager_polls: u32,
 }
 
 impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
@@ -108,10 +164,12 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
             seq: 0,
             message: 0,
             reassembler: Reassembler::default(),
+            unparsed: Vec::new(),
             pending: Default::default(),
             ready: false,
             completed: false,
             pause: FIRST_POLL_PAUSE,
+            eager_polls: 0,
         })
     }
 
@@ -135,27 +193,60 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
     }
 
     async fn request(&mut self, method: &'static str, params: Value) -> Result<Value, TransferError> {
-        self.requests += 1;
-        let id = RequestId::string(&format!("{}{}", self.id_prefix, self.requests));
+        let id = self.next_id();
         self.rpc.request(id, method, params).await.map_err(|failure| TransferError::Rpc { method, failure })
+    }
+
+    fn next_id(&mut self) -> RequestId {
+        self.requests += 1;
+        RequestId::string(&format!("{}{}", self.id_prefix, self.requests))
     }
 
     /// One poll: acknowledges the frames consumed so far, takes the next ones, and queues the
     /// messages they complete. Returns how many frames came.
     pub async fn poll(&mut self) -> Result<usize, TransferError> {
-        let answer = self.request(POLL, json!({"v": 1, "lease": self.lease, "ack": self.ack})).await?;
+        let answer = self.poll_request().await;
+        let came = self.take_polled(answer)?;
+        self.parse_polled()?;
+        Ok(came)
+    }
+
+    /// A poll acknowledging every frame taken so far (parsed or not: they are in memory), as a
+    /// future that borrows only the connection, so the frames of the previous poll can be parsed
+    /// while it is answered.
+    fn poll_request(&mut self) -> impl Future<Output = Result<Value, TransferError>> + use<'r, R> {
+        let (rpc, id) = (self.rpc, self.next_id());
+        let params = json!({"v": 1, "lease": self.lease, "ack": self.ack});
+        async move { rpc.request(id, POLL, params).await.map_err(|failure| TransferError::Rpc { method: POLL, failure }) }
+    }
+
+    /// Takes a poll's frames (checking their sequence) for [`Self::parse_polled`]; returns how many.
+    fn take_polled(&mut self, answer: Result<Value, TransferError>) -> Result<usize, TransferError> {
+        let mut answer = answer?;
         self.acked = self.ack;
-        let frames = answer.get("frames").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        for wire in frames {
-            let payload = wire
-                .get("payloadJSON")
-                .and_then(Value::as_str)
-                .ok_or_else(|| FrameError(format!("a polled frame has no payloadJSON string: {wire}")))?;
+        let frames = match answer.get_mut("frames") {
+            Some(Value::Array(frames)) => std::mem::take(frames),
+            _ => Vec::new(),
+        };
+        let came = frames.len();
+        for mut wire in frames {
             if wire.get("seq").and_then(Value::as_u64) != Some(self.ack) {
                 return Err(FrameError(format!("expected frame seq {}, got {wire}", self.ack)).into());
             }
+            let Some(Value::String(payload)) = wire.get_mut("payloadJSON").map(Value::take) else {
+                return Err(FrameError(format!("a polled frame has no payloadJSON string: {wire}")).into());
+            };
             self.ack += 1;
-            let parsed = frame::parse(payload)?;
+            self.unparsed.push(payload);
+        }
+        self.completed = answer.get("completed").and_then(Value::as_bool) == Some(true);
+        Ok(came)
+    }
+
+    /// Parses the frames taken, queueing the messages they complete.
+    fn parse_polled(&mut self) -> Result<(), TransferError> {
+        for payload in std::mem::take(&mut self.unparsed) {
+            let parsed = frame::parse(&payload)?;
             if parsed == Frame::Ready {
                 self.ready = true;
             }
@@ -163,22 +254,34 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
                 self.pending.push_back(message);
             }
         }
-        self.completed = answer.get("completed").and_then(Value::as_bool) == Some(true);
-        Ok(frames.len())
+        Ok(())
     }
 
     /// Polls, paced, until `done` holds or the command completed. Returns whether `done` holds.
+    ///
+    /// Each poll is in flight while the frames of the one before are parsed (two processes on two
+    /// cores: the node encodes and answers while this client decodes). An empty poll is followed
+    /// by a pause unless it released frames (the command was waiting for that room and refills its
+    /// queue now) or it is one of the [`EAGER_POLLS`] after an input the command waited for.
     async fn poll_until(&mut self, done: impl Fn(&Self) -> bool) -> Result<bool, TransferError> {
         loop {
             if done(self) {
                 return Ok(true);
             }
             if self.completed {
-                return Ok(false);
+                self.parse_polled()?;
+                return Ok(done(self));
             }
             let releases = self.ack > self.acked;
-            if self.poll().await? > 0 || releases {
+            let had_frames = !self.unparsed.is_empty();
+            let poll = self.poll_request();
+            let (answer, parsed) = tokio::join!(poll, async { self.parse_polled() });
+            parsed?;
+            let came = self.take_polled(answer)?;
+            if came > 0 || releases || had_frames {
                 self.pause = FIRST_POLL_PAUSE;
+            } else if self.eager_polls > 0 {
+                self.eager_polls -= 1;
             } else if !done(self) && !self.completed {
                 tokio::time::sleep(self.pause).await;
                 self.pause = (self.pause * 2).min(MAX_POLL_PAUSE);
@@ -200,12 +303,22 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
 
     /// Sends one logical message (an empty one is the create protocol's EOF).
     pub async fn send(&mut self, message: &[u8]) -> Result<(), TransferError> {
-        for payload in frame::fragments(self.message, message) {
-            let params = json!({"v": 1, "lease": self.lease, "seq": self.seq, "payloadJSON": payload});
-            self.request(INPUT, params).await?;
-            self.seq += 1;
-        }
+        // Each input is made as the transport takes it (a pipelining one writes the first while
+        // the rest are still bytes).
+        let count = message.len().div_ceil(frame::FRAGMENT_BYTES).max(1) as u64;
+        let (lease, prefix, first_request, first_seq) = (&self.lease, &self.id_prefix, self.requests + 1, self.seq);
+        let inputs = frame::encode_fragments(self.message, message).zip(0..).map(move |(payload, offset)| {
+            let params = json!({"v": 1, "lease": lease, "seq": first_seq + offset, "payloadJSON": payload});
+            (RequestId::string(&format!("{prefix}{}", first_request + offset)), params)
+        });
+        let sent = self.rpc.request_in_order(INPUT, inputs).await;
+        self.requests += count;
+        self.seq += count;
+        sent.map_err(|failure| TransferError::Rpc { method: INPUT, failure })?;
         self.message += 1;
+        // The command was waiting for this message (fetch's start and acks; a create chunk): it
+        // answers within a fraction of a millisecond, which a paced poll would sleep through.
+        self.eager_polls = EAGER_POLLS;
         Ok(())
     }
 
@@ -220,7 +333,7 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
     /// (`Ok(None)` when the command completed without ready: its result says why).
     pub async fn receive_file(
         &mut self,
-        mut sink: impl FnMut(&[u8]) -> std::io::Result<()>,
+        mut sink: impl FnMut(Vec<u8>) -> std::io::Result<()>,
     ) -> Result<Option<u64>, TransferError> {
         if !self.until_ready().await? {
             return Ok(None);
@@ -232,16 +345,19 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
             // encodes the next chunk while this one goes to disk (a write that fails ends the
             // transfer all the same).
             self.send(b"ack").await?;
-            sink(&chunk)?;
             received += chunk.len() as u64;
+            sink(chunk)?;
         }
         Ok(Some(received))
     }
 
     /// The create protocol: waits for ready, sends what `source` reads in messages of at most
-    /// 1 MiB, each acknowledged before the next, then the empty EOF message. `on_sent` hears the
-    /// bytes acknowledged so far. Returns the bytes sent (`Ok(None)` when the command completed
-    /// without ready, as for an existing target).
+    /// 1 MiB, then the empty EOF message once every chunk is acknowledged. One chunk travels
+    /// while the node acknowledges the one before (two unacknowledged chunks are at most the
+    /// 2 MiB the node buffers for a listening command, docs/node-http.md §12), so neither side
+    /// waits for the other's round trip. `on_sent` hears the bytes acknowledged so far. Returns
+    /// the bytes sent (`Ok(None)` when the command completed without ready, as for an existing
+    /// target).
     pub async fn send_file(
         &mut self,
         mut source: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
@@ -251,21 +367,28 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
             return Ok(None);
         }
         let mut buffer = vec![0u8; frame::MAX_MESSAGE_BYTES];
-        let mut sent = 0u64;
+        let mut unacknowledged = std::collections::VecDeque::new();
+        let mut acknowledged = 0u64;
         loop {
             let filled = fill(&mut source, &mut buffer)?;
+            if filled > 0 {
+                self.send(&buffer[..filled]).await?;
+                unacknowledged.push_back(filled as u64);
+            }
+            // Wait for the oldest ack when two chunks are out, and for every ack at the end.
+            while unacknowledged.len() >= UNACKNOWLEDGED_CHUNKS || (filled == 0 && !unacknowledged.is_empty()) {
+                if self.next_message().await?.is_none() {
+                    return Err(TransferError::EndedEarly("acknowledging every chunk"));
+                }
+                acknowledged += unacknowledged.pop_front().unwrap_or_default();
+                on_sent(acknowledged);
+            }
             if filled == 0 {
                 break;
             }
-            self.send(&buffer[..filled]).await?;
-            if self.next_message().await?.is_none() {
-                return Err(TransferError::EndedEarly("acknowledging every chunk"));
-            }
-            sent += filled as u64;
-            on_sent(sent);
         }
         self.send(b"").await?;
-        Ok(Some(sent))
+        Ok(Some(acknowledged))
     }
 }
 
@@ -292,19 +415,27 @@ mod tests {
 
     use super::*;
 
-    /// Answers each poll with the next scripted frames (by sequence range), recording its `ack`.
+    /// Answers each poll with the next scripted frames (by sequence range), recording its `ack`;
+    /// takes every input.
     struct Scripted {
         frames: Vec<String>,
         polls: Mutex<VecDeque<std::ops::Range<usize>>>,
         acks: Mutex<Vec<u64>>,
     }
 
+    impl Scripted {
+        fn new(frames: Vec<String>, polls: impl IntoIterator<Item = std::ops::Range<usize>>) -> Self {
+            Scripted { frames, polls: Mutex::new(polls.into_iter().collect()), acks: Mutex::default() }
+        }
+    }
+
     impl ChannelRpc for Scripted {
         async fn request(&self, _id: RequestId, method: &str, params: Value) -> Result<Value, RpcFailure> {
-            if method == OPEN {
-                return Ok(json!({"v": 1, "lease": "l", "timeoutMs": 1000}));
+            match method {
+                OPEN => return Ok(json!({"v": 1, "lease": "l", "timeoutMs": 1000})),
+                INPUT => return Ok(json!({"v": 1, "seq": params["seq"]})),
+                _ => assert_eq!(method, POLL),
             }
-            assert_eq!(method, POLL);
             self.acks.lock().unwrap().push(params["ack"].as_u64().unwrap());
             let range = self.polls.lock().unwrap().pop_front().expect("a scripted poll");
             let frames: Vec<Value> = range.map(|seq| json!({"seq": seq, "payloadJSON": self.frames[seq]})).collect();
@@ -316,31 +447,57 @@ mod tests {
     async fn a_poll_that_released_frames_is_not_paced_an_empty_one_that_released_none_is() {
         let message = vec![7u8; frame::FRAGMENT_BYTES * 20];
         // 16 frames, then the poll acknowledging them finds none yet (the command refills), the
-        // next finds none either, then the rest.
-        let rpc = Scripted {
-            frames: frame::fragments(0, &message),
-            polls: Mutex::new(VecDeque::from([0..16, 16..16, 16..16, 16..20])),
-            acks: Mutex::default(),
-        };
+        // next finds none either, then the rest; the poll sent while the last four are parsed
+        // finds nothing.
+        let rpc = Scripted::new(frame::fragments(0, &message), [0..16, 16..16, 16..16, 16..20, 20..20]);
         let mut channel = ChannelClient::open(&rpc, "file.fetch", "call", Duration::from_secs(1)).await.unwrap();
         let started = Instant::now();
         assert_eq!(channel.next_message().await.unwrap(), Some(message));
-        assert_eq!(*rpc.acks.lock().unwrap(), [0, 16, 16, 16]);
+        assert_eq!(*rpc.acks.lock().unwrap(), [0, 16, 16, 16, 20]);
         // The paused clock only moves by the pauses slept: one, the first, after the poll that
         // released nothing and brought nothing.
         assert_eq!(started.elapsed(), FIRST_POLL_PAUSE);
     }
 
     #[tokio::test(start_paused = true)]
+    async fn each_poll_is_sent_while_the_frames_of_the_one_before_are_parsed() {
+        let message = vec![9u8; frame::FRAGMENT_BYTES * 40];
+        let rpc = Scripted::new(frame::fragments(0, &message), [0..16, 16..32, 32..40, 40..40]);
+        let mut channel = ChannelClient::open(&rpc, "file.fetch", "call", Duration::from_secs(1)).await.unwrap();
+        assert_eq!(channel.next_message().await.unwrap(), Some(message));
+        // Every poll acknowledged the frames of the poll before it, before they were parsed: the
+        // message completed only when the fourth poll was already out.
+        assert_eq!(*rpc.acks.lock().unwrap(), [0, 16, 32, 40]);
+        assert!(rpc.polls.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn empty_polls_double_their_pause_up_to_the_cap() {
         let message = b"ack".to_vec();
         let mut polls = VecDeque::from(vec![0..0; 8]);
-        polls.push_back(0..1);
-        let rpc = Scripted { frames: frame::fragments(0, &message), polls: Mutex::new(polls), acks: Mutex::default() };
+        polls.extend([0..1, 1..1]);
+        let rpc = Scripted::new(frame::fragments(0, &message), polls);
         let mut channel = ChannelClient::open(&rpc, "file.create", "call", Duration::from_secs(1)).await.unwrap();
         let started = Instant::now();
         assert_eq!(channel.next_message().await.unwrap(), Some(message));
         // 1, 2, 4, 8, 16, then 25 three times.
         assert_eq!(started.elapsed(), Duration::from_millis(1 + 2 + 4 + 8 + 16 + 25 * 3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_message_is_sent_the_first_empty_polls_are_not_paced() {
+        let message = b"ack".to_vec();
+        for (empty, paused) in
+            [(EAGER_POLLS as usize, Duration::ZERO), (EAGER_POLLS as usize + 2, Duration::from_millis(1 + 2))]
+        {
+            let mut polls = VecDeque::from(vec![0..0; empty]);
+            polls.extend([0..1, 1..1]);
+            let rpc = Scripted::new(frame::fragments(0, &message), polls);
+            let mut channel = ChannelClient::open(&rpc, "file.fetch", "call", Duration::from_secs(1)).await.unwrap();
+            channel.send(b"start").await.unwrap();
+            let started = Instant::now();
+            assert_eq!(channel.next_message().await.unwrap(), Some(message.clone()));
+            assert_eq!(started.elapsed(), paused, "{empty} empty polls");
+        }
     }
 }

@@ -138,15 +138,17 @@ pub fn data(message: u64, index: u64, last: bool, bytes: &[u8]) -> String {
 /// carrying the remainder (a message of exactly n full fragments ends on a full last one; an
 /// empty message is one empty last fragment).
 pub fn fragments(message: u64, bytes: &[u8]) -> Vec<String> {
-    if bytes.is_empty() {
-        return vec![data(message, 0, true, &[])];
-    }
-    let count = bytes.len().div_ceil(FRAGMENT_BYTES);
-    bytes
-        .chunks(FRAGMENT_BYTES)
-        .enumerate()
-        .map(|(index, chunk)| data(message, index as u64, index + 1 == count, chunk))
-        .collect()
+    encode_fragments(message, bytes).collect()
+}
+
+/// [`fragments`], each encoded only when it is taken: a sender queues the first frames while the
+/// rest are still bytes.
+pub fn encode_fragments(message: u64, bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
+    let count = bytes.len().div_ceil(FRAGMENT_BYTES).max(1);
+    // An empty message is one empty last fragment (`chunks` of nothing yields nothing).
+    let empty: &[u8] = &[];
+    let chunks = bytes.chunks(FRAGMENT_BYTES).chain(bytes.is_empty().then_some(empty));
+    chunks.enumerate().map(move |(index, chunk)| data(message, index as u64, index + 1 == count, chunk))
 }
 
 /// Puts logical messages back together from frames in strict order, holding at most one

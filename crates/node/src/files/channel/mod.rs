@@ -742,25 +742,33 @@ impl Duplex {
             state.out_message += 1;
             state.out_message - 1
         };
-        self.send_frames(frame::fragments(number, message)).await
+        self.send_frames(frame::encode_fragments(number, message)).await
     }
 
     async fn send_frame(&self, payload: String) -> Result<(), ChannelClosed> {
-        self.send_frames(vec![payload]).await
+        self.send_frames(std::iter::once(payload)).await
     }
 
     /// Queues `frames` in order: as many as the queue has room for at once, the rest as polls
-    /// release room; waits until the last is in.
-    async fn send_frames(&self, frames: Vec<String>) -> Result<(), ChannelClosed> {
-        {
-            let mut state = self.channel.state();
-            Channel::closed(&state)?;
-            state.backlog.extend(frames.into_iter().map(Arc::from));
-            state.admit_backlog();
+    /// release room; waits until the last is in. They are encoded a queue's worth at a time, each
+    /// group queued before the next is encoded: a poll (served on another worker) takes the first
+    /// frames of a 1 MiB message while the rest are encoded, instead of after all 128 are.
+    async fn send_frames(&self, mut frames: impl Iterator<Item = String>) -> Result<(), ChannelClosed> {
+        loop {
+            let group: Vec<Arc<str>> = frames.by_ref().take(OUTPUT_QUEUE_FRAMES).map(Arc::from).collect();
+            if group.is_empty() {
+                break;
+            }
+            {
+                let mut state = self.channel.state();
+                Channel::closed(&state)?;
+                state.backlog.extend(group);
+                state.admit_backlog();
+            }
+            // Output is news to a transport that waits for it (the gateway link's pump; an HTTP
+            // client polls instead).
+            self.channel.wake.notify_waiters();
         }
-        // Output is news to a transport that waits for it (the gateway link's pump; an HTTP
-        // client polls instead).
-        self.channel.wake.notify_waiters();
         loop {
             let woken = self.channel.wake.notified();
             tokio::pin!(woken);
