@@ -40,7 +40,7 @@ pub use jsonrpc::{ErrorCode, IdKey, Incoming, RequestId, RpcError};
 pub use params::ParamsError;
 pub use server::{
     CANCELLED, FILE_CHANNEL_EXTENSION, HttpEra, McpServer, McpService, MessageClass, PROTOCOL_VERSION, RequestContext,
-    SHUTTING_DOWN, ServerInfo, TIMED_OUT, TransportEnd, VersionRule, WireStyle,
+    SHUTTING_DOWN, ServerInfo, TIMED_OUT, TransportEnd, VersionRule, WireStyle, raw_result,
 };
 pub use tool::{Handler, NodeEvent, ToolDef, ToolFailure, ToolOutcome, ToolOutput, ToolSet, Unserved};
 pub use tool_filter::{ToolFilter, ToolFilterError};

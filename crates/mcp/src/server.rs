@@ -121,14 +121,16 @@ pub trait McpService: Send + Sync + 'static {
     }
 
     /// [`McpService::custom_request`] for a service that needs what the transport knows of the
-    /// request (its authentication generation). The default forwards to `custom_request`.
+    /// request (its authentication generation), or that answers with JSON it wrote itself (a
+    /// file channel poll's frames, escaped once when they were made). The default forwards to
+    /// `custom_request`.
     fn custom_request_in<'a>(
         &'a self,
         method: &'a str,
         params: Option<Value>,
         _ctx: &RequestContext,
-    ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
-        self.custom_request(method, params)
+    ) -> Option<BoxFuture<'a, Result<Box<RawValue>, RpcError>>> {
+        self.custom_request(method, params).map(|answer| async move { raw_result(&answer.await?) }.boxed())
     }
 
     /// A notification outside the MCP table. Ignored by default.
@@ -568,7 +570,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
             }
             other => match self.service.custom_request_in(other, decode_params(params)?, &ctx) {
                 Some(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                    Ok(result) => raw(&result?),
+                    Ok(result) => result,
                     Err(_) => {
                         tracing::error!(method = other, "custom request handler panicked");
                         Err(RpcError::internal())
@@ -802,6 +804,11 @@ fn empty_result() -> Box<RawValue> {
 }
 
 fn raw<T: serde::Serialize + ?Sized>(result: &T) -> Result<Box<RawValue>, RpcError> {
+    raw_result(result)
+}
+
+/// `result` as the JSON of a response's `result` (an internal error if it cannot be written).
+pub fn raw_result<T: serde::Serialize + ?Sized>(result: &T) -> Result<Box<RawValue>, RpcError> {
     serde_json::value::to_raw_value(result).map_err(|_| RpcError::internal())
 }
 

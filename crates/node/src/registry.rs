@@ -11,10 +11,11 @@
 
 use std::sync::Arc;
 
-use clawmcp_mcp::{CallContext, McpService, RequestContext, RpcError, Tool, ToolResult, ToolSet, Unserved};
+use clawmcp_mcp::{CallContext, McpService, RequestContext, RpcError, Tool, ToolResult, ToolSet, Unserved, raw_result};
 pub use clawmcp_mcp::{ToolFilter, ToolFilterError};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::approvals::ExecApprovals;
@@ -267,15 +268,18 @@ impl McpService for NodeMcpService {
         method: &'a str,
         params: Option<Value>,
         ctx: &RequestContext,
-    ) -> Option<BoxFuture<'a, Result<Value, RpcError>>> {
-        let Some(channels) = &self.file_channels else { return self.custom_request(method, params) };
+    ) -> Option<BoxFuture<'a, Result<Box<RawValue>, RpcError>>> {
         let generation = ctx.auth_generation;
-        let answer = match method {
-            channel::OPEN => channels.open(params, generation),
-            channel::POLL => channels.poll(params, generation),
-            channel::INPUT => channels.input(params, generation),
-            channel::CLOSE => channels.close(params, generation),
-            _ => return self.custom_request(method, params),
+        let answer = match (&self.file_channels, method) {
+            // A poll's answer is written around frames escaped when they were made.
+            (Some(channels), channel::POLL) => channels.poll(params, generation),
+            (Some(channels), channel::OPEN) => channels.open(params, generation).and_then(|v| raw_result(&v)),
+            (Some(channels), channel::INPUT) => channels.input(params, generation).and_then(|v| raw_result(&v)),
+            (Some(channels), channel::CLOSE) => channels.close(params, generation).and_then(|v| raw_result(&v)),
+            _ => {
+                let answer = self.custom_request(method, params)?;
+                return Some(async move { raw_result(&answer.await?) }.boxed());
+            }
         };
         Some(futures_util::future::ready(answer).boxed())
     }

@@ -42,12 +42,13 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clawmcp_mcp::jsonrpc::{IdKey, RequestId, id_key_of};
 use clawmcp_mcp::{ErrorCode, RequestFacts, RpcError};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use frame::Reassembler;
+use frame::{Outgoing, Reassembler};
 
 /// The `_meta` key of the attach and the `experimental` capability's name.
 pub const EXTENSION: &str = clawmcp_mcp::FILE_CHANNEL_EXTENSION;
@@ -164,11 +165,11 @@ struct State {
     closed: Option<String>,
     /// Output: frames retained from sequence `acked` on, the next sequence to give, the next
     /// logical message number.
-    out: VecDeque<Arc<str>>,
+    out: VecDeque<Outgoing>,
     /// Frames of the message being sent that the queue has no room for yet (at most one
     /// message's, which its producer holds encoded anyway): each poll moves them in as far as the
     /// room it releases allows, so its answer carries them at once instead of the next poll's.
-    backlog: VecDeque<Arc<str>>,
+    backlog: VecDeque<Outgoing>,
     acked: u64,
     next_out: u64,
     out_message: u64,
@@ -487,7 +488,7 @@ impl FileChannels {
     /// (and the command may produce more), frames from it on are answered again, so a lost poll
     /// retried with the same `ack` gets the same frames. `completed`: the command has finished
     /// and every frame it produced is in this answer.
-    pub fn poll(&self, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
+    pub fn poll(&self, params: Option<Value>, auth_generation: Option<u64>) -> Result<Box<RawValue>, RpcError> {
         let generation = generation_of(auth_generation)?;
         let params = versioned(params, POLL)?;
         let channel = self.find(lease_of(&params, POLL)?, generation)?;
@@ -508,18 +509,21 @@ impl FileChannels {
         state.out.drain(..released);
         state.acked = ack;
         state.admit_backlog();
-        let frames: Vec<Value> = state
-            .out
-            .iter()
-            .enumerate()
-            .map(|(offset, payload)| json!({"seq": ack + offset as u64, "payloadJSON": &**payload}))
-            .collect();
+        let frames: Vec<Arc<str>> = state.out.iter().map(|frame| frame.literal.clone()).collect();
         let completed = state.finished;
         drop(state);
         if released > 0 {
             channel.wake.notify_waiters();
         }
-        Ok(json!({"v": 1, "frames": frames, "completed": completed}))
+        // Written around each frame's ready-made literal: `{v:1, frames:[{seq, payloadJSON}], completed}`.
+        let mut answer = String::with_capacity(48 + frames.iter().map(|literal| literal.len() + 40).sum::<usize>());
+        answer.push_str(r#"{"v":1,"frames":["#);
+        for (offset, literal) in frames.iter().enumerate() {
+            let comma = if offset == 0 { "" } else { "," };
+            answer.push_str(&format!(r#"{comma}{{"seq":{},"payloadJSON":{literal}}}"#, ack + offset as u64));
+        }
+        answer.push_str(&format!(r#"],"completed":{completed}}}"#));
+        RawValue::from_string(answer).map_err(|_| RpcError::internal())
     }
 
     /// `openclaw/files/input {v:1, lease, seq, payloadJSON}` -> `{v:1, seq}`.
@@ -632,7 +636,7 @@ impl GatewayChannel {
     pub fn take_output(&self, max: usize) -> GatewayOutput {
         let mut state = self.channel.state();
         let taken = state.out.len().min(max);
-        let frames: Vec<Arc<str>> = state.out.drain(..taken).collect();
+        let frames: Vec<Arc<str>> = state.out.drain(..taken).map(|frame| frame.text).collect();
         state.acked += taken as u64;
         state.admit_backlog();
         let done = state.closed.is_some() || (state.finished && state.out.is_empty() && state.backlog.is_empty());
@@ -729,7 +733,7 @@ impl Duplex {
     /// registers its listener").
     pub async fn ready(&self) -> Result<(), ChannelClosed> {
         self.channel.state().listening = true;
-        self.send_frame(frame::ready()).await
+        self.send_frames(std::iter::once(Outgoing::ready())).await
     }
 
     /// Sends one logical message (at most [`frame::MAX_MESSAGE_BYTES`]); returns once every
@@ -742,20 +746,16 @@ impl Duplex {
             state.out_message += 1;
             state.out_message - 1
         };
-        self.send_frames(frame::encode_fragments(number, message)).await
-    }
-
-    async fn send_frame(&self, payload: String) -> Result<(), ChannelClosed> {
-        self.send_frames(std::iter::once(payload)).await
+        self.send_frames(frame::outgoing_fragments(number, message)).await
     }
 
     /// Queues `frames` in order: as many as the queue has room for at once, the rest as polls
     /// release room; waits until the last is in. They are encoded a queue's worth at a time, each
     /// group queued before the next is encoded: a poll (served on another worker) takes the first
     /// frames of a 1 MiB message while the rest are encoded, instead of after all 128 are.
-    async fn send_frames(&self, mut frames: impl Iterator<Item = String>) -> Result<(), ChannelClosed> {
+    async fn send_frames(&self, mut frames: impl Iterator<Item = Outgoing>) -> Result<(), ChannelClosed> {
         loop {
-            let group: Vec<Arc<str>> = frames.by_ref().take(OUTPUT_QUEUE_FRAMES).map(Arc::from).collect();
+            let group: Vec<Outgoing> = frames.by_ref().take(OUTPUT_QUEUE_FRAMES).collect();
             if group.is_empty() {
                 break;
             }

@@ -28,7 +28,8 @@ fn attach(channels: &FileChannels, lease: &str, id: &str, command: &str) -> Resu
 }
 
 fn poll(channels: &FileChannels, lease: &str, ack: u64) -> Result<Value, RpcError> {
-    channels.poll(Some(json!({"v": 1, "lease": lease, "ack": ack})), GEN)
+    let answer = channels.poll(Some(json!({"v": 1, "lease": lease, "ack": ack})), GEN)?;
+    Ok(serde_json::from_str(answer.get()).expect("a poll's answer is JSON"))
 }
 
 fn input(channels: &FileChannels, lease: &str, seq: u64, payload: &str) -> Result<Value, RpcError> {
