@@ -174,10 +174,10 @@ impl NodeClient {
 
     /// Requests the node must take in order, pipelined on one connection (see
     /// `McpClient::request_pipelined`); their answers in order.
-    pub async fn request_pipelined(
+    pub async fn request_pipelined<P: serde::Serialize>(
         &self,
         method: &str,
-        requests: impl IntoIterator<Item = (RequestId, Value)>,
+        requests: impl IntoIterator<Item = (RequestId, P)>,
     ) -> Result<Vec<Answer>, ClientError> {
         Ok(self.mcp.request_pipelined(method, requests).await?)
     }

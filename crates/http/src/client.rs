@@ -1134,7 +1134,7 @@ mod tests {
         let error = large.client().with_max_response_bytes(4096).request_pipelined("m", burst()).await.unwrap_err();
         assert!(matches!(error, ClientError::TooLarge { limit: 4096, .. }), "{error}");
         // Nothing to send is nothing to connect for.
-        assert!(refused.client().request_pipelined("m", Vec::new()).await.unwrap().is_empty());
+        assert!(refused.client().request_pipelined("m", Vec::<(RequestId, Value)>::new()).await.unwrap().is_empty());
         assert_eq!(refused.accepted(), 1);
     }
 }

@@ -155,16 +155,17 @@ pub fn parse_server_message(frame: &[u8]) -> Result<ServerMessage, MalformedFram
 }
 
 #[derive(Serialize)]
-struct RequestFrame<'a> {
+struct RequestFrame<'a, P: ?Sized> {
     jsonrpc: &'static str,
     id: &'a RawValue,
     method: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
+    params: Option<&'a P>,
 }
 
-/// Serialises a request (client to server); the id goes out exactly as given.
-pub fn request_frame(id: &RequestId, method: &str, params: Option<&Value>) -> String {
+/// Serialises a request (client to server); the id goes out exactly as given, and so do params
+/// already serialized (a `RawValue`).
+pub fn request_frame<P: Serialize + ?Sized>(id: &RequestId, method: &str, params: Option<&P>) -> String {
     let frame = RequestFrame { jsonrpc: "2.0", id: id.raw(), method, params };
     serde_json::to_string(&frame).expect("a request frame always serialises")
 }
@@ -322,7 +323,7 @@ mod tests {
     fn frames_a_client_sends_keep_the_id_exact() {
         let huge = id("99999999999999999999");
         assert_eq!(
-            request_frame(&huge, "tools/list", None),
+            request_frame(&huge, "tools/list", None::<&Value>),
             r#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"tools/list"}"#
         );
         assert_eq!(

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
-use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure, TransferError};
+use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure, TransferError, params_value};
 use clawmcp_node::files::channel::{EXTENSION, MAX_TIMEOUT};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -49,12 +50,13 @@ impl ChannelRpc for NodeClient {
     /// one request (fetch's start and acks, an empty create's EOF) on a kept connection as any.
     async fn request_in_order<I>(&self, method: &'static str, requests: I) -> Result<Vec<Value>, RpcFailure>
     where
-        I: Iterator<Item = (RequestId, Value)> + Send,
+        I: Iterator<Item = (RequestId, Box<RawValue>)> + Send,
     {
         let mut requests = requests.peekable();
         let Some(first) = requests.next() else { return Ok(Vec::new()) };
         if requests.peek().is_none() {
             let (id, params) = first;
+            let params = params_value(&params)?;
             let single = RpcFailure::outcome(NodeClient::request(self, &id, method, Some(&params)).await)?;
             return Ok(vec![single]);
         }

@@ -15,7 +15,7 @@
 use bytes::{Bytes, BytesMut};
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::{Answer, request_frame};
-use serde_json::Value;
+use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -32,10 +32,10 @@ impl McpClient {
     /// for the answers before it, and returns their answers in order. Each request is serialized
     /// as it is written (the server takes the first while the rest are being made). The first
     /// failure ends the burst: the requests after it may or may not have been taken.
-    pub async fn request_pipelined(
+    pub async fn request_pipelined<P: Serialize>(
         &self,
         method: &str,
-        requests: impl IntoIterator<Item = (RequestId, Value)>,
+        requests: impl IntoIterator<Item = (RequestId, P)>,
     ) -> Result<Vec<Answer>, ClientError> {
         let mut requests = requests.into_iter().peekable();
         if requests.peek().is_none() {
@@ -85,11 +85,11 @@ impl McpClient {
 
     /// Serializes and writes each request, telling the reader its id; stops at the first
     /// failure, telling the reader why.
-    async fn write_all(
+    async fn write_all<P: Serialize>(
         &self,
         writer: &mut OwnedWriteHalf,
         method: &str,
-        requests: impl Iterator<Item = (RequestId, Value)>,
+        requests: impl Iterator<Item = (RequestId, P)>,
         written: UnboundedSender<Result<RequestId, ClientError>>,
     ) {
         let mut writer = BufWriter::with_capacity(64 * 1024, writer);

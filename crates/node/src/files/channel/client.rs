@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::frame::{self, Frame, FrameError, Reassembler};
@@ -29,27 +30,34 @@ pub trait ChannelRpc: Sync {
         params: Value,
     ) -> impl Future<Output = Result<Value, RpcFailure>> + Send;
 
-    /// Sends `requests` (ids and params) of `method` in this order and returns their results in
-    /// order, stopping at the first failure (the requests after it may or may not have been
-    /// taken). This one waits for each answer before sending the next; a transport that keeps
-    /// several in flight on one connection, taken in order, overrides it (the CLI pipelines a
-    /// chunk's 128 inputs over HTTP/1.1).
+    /// Sends `requests` (ids and params, already JSON: a chunk's frames are escaped once, as
+    /// they are made, not again by a serializer) of `method` in this order and returns their
+    /// results in order, stopping at the first failure (the requests after it may or may not
+    /// have been taken). This one waits for each answer before sending the next; a transport that
+    /// keeps several in flight on one connection, taken in order, overrides it (the CLI pipelines
+    /// a chunk's 128 inputs over HTTP/1.1).
     fn request_in_order<I>(
         &self,
         method: &'static str,
         requests: I,
     ) -> impl Future<Output = Result<Vec<Value>, RpcFailure>> + Send
     where
-        I: Iterator<Item = (RequestId, Value)> + Send,
+        I: Iterator<Item = (RequestId, Box<RawValue>)> + Send,
     {
         async move {
             let mut results = Vec::new();
             for (id, params) in requests {
-                results.push(self.request(id, method, params).await?);
+                results.push(self.request(id, method, params_value(&params)?).await?);
             }
             Ok(results)
         }
     }
+}
+
+/// Params made as JSON text, as a `Value` for [`ChannelRpc::request`].
+pub fn params_value(params: &RawValue) -> Result<Value, RpcFailure> {
+    serde_json::from_str(params.get())
+        .map_err(|error| RpcFailure { code: None, message: format!("request params are not JSON: {error}") })
 }
 
 /// A request that got no result: a JSON-RPC error (`code` set) or a transport failure.
@@ -259,10 +267,14 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
 
     /// Polls, paced, until `done` holds or the command completed. Returns whether `done` holds.
     ///
-    /// Each poll is in flight while the frames of the one before are parsed (two processes on two
-    /// cores: the node encodes and answers while this client decodes). An empty poll is followed
-    /// by a pause unless it released frames (the command was waiting for that room and refills its
-    /// queue now) or it is one of the [`EAGER_POLLS`] after an input the command waited for.
+    /// Each poll is made, acknowledging the frames of the one before, before those are parsed: a
+    /// transport on a multi-threaded runtime sends it meanwhile; the CLI's single-threaded one
+    /// writes it when this task next waits, after the parse. (Parsing on a blocking thread so the
+    /// poll travels meanwhile, and writing a fetch's file from a thread of its own, were measured:
+    /// on two cores the threads' scheduling cost more than the overlap gave.) An empty poll is
+    /// followed by a pause unless it released frames (the command was waiting for that room and
+    /// refills its queue now) or it is one of the [`EAGER_POLLS`] after an input the command
+    /// waited for.
     async fn poll_until(&mut self, done: impl Fn(&Self) -> bool) -> Result<bool, TransferError> {
         loop {
             if done(self) {
@@ -306,9 +318,12 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
         // Each input is made as the transport takes it (a pipelining one writes the first while
         // the rest are still bytes).
         let count = message.len().div_ceil(frame::FRAGMENT_BYTES).max(1) as u64;
-        let (lease, prefix, first_request, first_seq) = (&self.lease, &self.id_prefix, self.requests + 1, self.seq);
-        let inputs = frame::encode_fragments(self.message, message).zip(0..).map(move |(payload, offset)| {
-            let params = json!({"v": 1, "lease": lease, "seq": first_seq + offset, "payloadJSON": payload});
+        let lease = Value::from(self.lease.as_str()).to_string();
+        let (prefix, first_request, first_seq) = (&self.id_prefix, self.requests + 1, self.seq);
+        let inputs = frame::outgoing_fragments(self.message, message).zip(0..).map(move |(frame, offset)| {
+            let seq = first_seq + offset;
+            let params = format!(r#"{{"v":1,"lease":{lease},"seq":{seq},"payloadJSON":{}}}"#, frame.literal);
+            let params = RawValue::from_string(params).expect("input params are JSON: numbers and JSON literals");
             (RequestId::string(&format!("{prefix}{}", first_request + offset)), params)
         });
         let sent = self.rpc.request_in_order(INPUT, inputs).await;
@@ -460,7 +475,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn each_poll_is_sent_while_the_frames_of_the_one_before_are_parsed() {
+    async fn each_poll_acknowledges_the_frames_of_the_one_before_before_they_are_parsed() {
         let message = vec![9u8; frame::FRAGMENT_BYTES * 40];
         let rpc = Scripted::new(frame::fragments(0, &message), [0..16, 16..32, 32..40, 40..40]);
         let mut channel = ChannelClient::open(&rpc, "file.fetch", "call", Duration::from_secs(1)).await.unwrap();
