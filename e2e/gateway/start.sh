@@ -209,11 +209,14 @@ GW_ENV=(
 
 if ((SEED)); then
   e2e_log "seeding one routed conversation into $STATE"
+  seed_status=0
   env -i "${GW_ENV[@]}" timeout 120 "$NODE" "$HERE/seed.mjs" "$CLAWMCP_GW_OPENCLAW_PKG" \
-    >"$LOGS/seed.json" 2>"$LOGS/seed.err" || {
+    >"$LOGS/seed.json" 2>"$LOGS/seed.err" || seed_status=$?
+  if ((seed_status != 0)); then
     tail -n 30 "$LOGS/seed.err" >&2
-    e2e_die "seeding failed (seed.mjs output above)"
-  }
+    # 124: timeout's; above 128: killed by signal (status - 128); the seed's stdout says how far it got.
+    e2e_die "seeding failed with exit status $seed_status (stderr above; stdout: $(head -c 300 "$LOGS/seed.json"))"
+  fi
 fi
 
 T0="$(now_ms)"
