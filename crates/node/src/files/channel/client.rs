@@ -320,9 +320,9 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
         let count = message.len().div_ceil(frame::FRAGMENT_BYTES).max(1) as u64;
         let lease = Value::from(self.lease.as_str()).to_string();
         let (prefix, first_request, first_seq) = (&self.id_prefix, self.requests + 1, self.seq);
-        let inputs = frame::outgoing_fragments(self.message, message).zip(0..).map(move |(frame, offset)| {
+        let inputs = frame::encode_fragments(self.message, message).zip(0..).map(move |(frame, offset)| {
             let seq = first_seq + offset;
-            let params = format!(r#"{{"v":1,"lease":{lease},"seq":{seq},"payloadJSON":{}}}"#, frame.literal);
+            let params = format!(r#"{{"v":1,"lease":{lease},"seq":{seq},"payloadJSON":{}}}"#, frame::literal(&frame));
             let params = RawValue::from_string(params).expect("input params are JSON: numbers and JSON literals");
             (RequestId::string(&format!("{prefix}{}", first_request + offset)), params)
         });

@@ -179,13 +179,18 @@ pub struct Outgoing {
     pub literal: Arc<str>,
 }
 
+/// A frame this module made (`ready`, `data`) as a JSON string literal: its only characters that
+/// a JSON string must escape are its quotes (keys, `kind`, base64 and numbers need none), so
+/// escaping them is the whole literal.
+pub fn literal(text: &str) -> String {
+    let literal = format!("\"{}\"", text.replace('"', "\\\""));
+    debug_assert_eq!(serde_json::to_string(text).ok().as_deref(), Some(literal.as_str()));
+    literal
+}
+
 impl Outgoing {
-    /// A frame this module made (`ready`, `data`): JSON whose only characters that a JSON string
-    /// must escape are its quotes (keys, `kind`, base64 and numbers need none), so escaping them
-    /// is the whole literal.
     fn made(text: String) -> Self {
-        let literal = format!("\"{}\"", text.replace('"', "\\\""));
-        debug_assert_eq!(serde_json::to_string(&text).ok().as_deref(), Some(literal.as_str()));
+        let literal = literal(&text);
         Outgoing { text: text.into(), literal: literal.into() }
     }
 
