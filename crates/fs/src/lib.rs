@@ -10,9 +10,12 @@
 //!   not a regular file on the opened descriptor, and reads bounded by bytes read (`open`).
 //! - [`FileStamp`]: what one `stat` says about a file, so "re-read when it changed" costs a
 //!   syscall per use instead of a watcher thread. An atomic rewrite always changes the inode.
+//! - [`Writeback`]: a large file written as a stream starts reaching the disk while it is written,
+//!   so its closing fsync does not wait for all of it (`writeback`).
 
 mod open;
 mod state;
+mod writeback;
 
 pub use open::{
     BoundedRead, FileKind, NotRegular, Symlinks, into_text, is_refused_symlink, not_regular_kind, open_regular,
@@ -21,6 +24,7 @@ pub use open::{
 pub use state::{
     Exposed, StateRules, Untrusted, check_private_dir, open_private_append, open_state_file, read_state_file, untrusted,
 };
+pub use writeback::{WRITEBACK_BATCH, Writeback};
 
 use std::fs;
 use std::io::{self, Write};

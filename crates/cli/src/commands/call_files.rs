@@ -132,8 +132,9 @@ pub async fn fetch(
     let id = RequestId::string(&request_id);
     let params = call_params("file.fetch", Value::Object(arguments), channel.attachment());
     let outcome = {
-        let mut file = part.as_file();
-        // Written and hashed after the chunk's ack went out, while the node reads the next.
+        // Written and hashed after the chunk's ack went out, while the node reads the next; each
+        // chunk starts on its way to the disk at once, so the fsync before the rename waits for little.
+        let mut file = clawmcp_fs::Writeback::new(part.as_file());
         let sink = |chunk: Vec<u8>| {
             file.write_all(&chunk)?;
             hasher.update(&chunk);

