@@ -9,6 +9,7 @@
 //! caller decides how it is sent, shows its progress and cancels it; the caller runs it beside
 //! [`ChannelClient::receive_file`] / [`ChannelClient::send_file`].
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::time::Duration;
 
@@ -320,9 +321,14 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
         let count = message.len().div_ceil(frame::FRAGMENT_BYTES).max(1) as u64;
         let lease = Value::from(self.lease.as_str()).to_string();
         let (prefix, first_request, first_seq) = (&self.id_prefix, self.requests + 1, self.seq);
-        let inputs = frame::encode_fragments(self.message, message).zip(0..).map(move |(frame, offset)| {
+        let number = self.message;
+        let inputs = frame::fragment_chunks(message).zip(0..).map(move |((index, last, chunk), offset)| {
             let seq = first_seq + offset;
-            let params = format!(r#"{{"v":1,"lease":{lease},"seq":{seq},"payloadJSON":{}}}"#, frame::literal(&frame));
+            // The params in one buffer, the frame written straight into it as a JSON string.
+            let mut params = String::with_capacity(lease.len() + 2 * frame::FRAGMENT_BYTES);
+            let _ = write!(params, r#"{{"v":1,"lease":{lease},"seq":{seq},"payloadJSON":"#); // to a String: cannot fail
+            frame::push_data_literal(&mut params, number, index, last, chunk);
+            params.push('}');
             let params = RawValue::from_string(params).expect("input params are JSON: numbers and JSON literals");
             (RequestId::string(&format!("{prefix}{}", first_request + offset)), params)
         });
