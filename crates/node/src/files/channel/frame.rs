@@ -172,8 +172,13 @@ pub fn data(message: u64, index: u64, last: bool, bytes: &[u8]) -> String {
 /// to `out`: written that way at once, where escaping the text after was a scan and a copy of 11 KB
 /// per frame (a creating client sends one per 8 KiB).
 pub fn push_data_literal(out: &mut String, message: u64, index: u64, last: bool, bytes: &[u8]) {
+    push_literal_with(out, message, index, last, |out| STANDARD.encode_append(bytes, out));
+}
+
+/// [`push_data_literal`] with the base64 written by `data`.
+fn push_literal_with(out: &mut String, message: u64, index: u64, last: bool, data: impl FnOnce(&mut String)) {
     out.push('"');
-    write_data(out, "\\\"", message, index, last, |out| STANDARD.encode_append(bytes, out));
+    write_data(out, "\\\"", message, index, last, data);
     out.push('"');
 }
 
@@ -231,9 +236,7 @@ impl Outgoing {
         let text = data(message, index, last, bytes);
         let base64 = &text[text.len() - 2 - STANDARD.encoded_length(bytes.len())..text.len() - 2];
         let mut literal = String::with_capacity(data_capacity(bytes.len()) + 16);
-        literal.push('"');
-        write_data(&mut literal, "\\\"", message, index, last, |out| out.push_str(base64));
-        literal.push('"');
+        push_literal_with(&mut literal, message, index, last, |out| out.push_str(base64));
         Outgoing { text: text.into(), literal: literal.into() }
     }
 }
