@@ -4,7 +4,8 @@
 //!
 //! Beyond "never panics": every frame `frame::parse` accepts is within the limits (a frame at
 //! most 16384 bytes, a non-final fragment exactly 8192, any at most 8192) and re-encodes to
-//! exactly its canonical text, which parses back to the same frame; the reassembler never holds or
+//! exactly its canonical text, which parses back to the same frame; read from its JSON string
+//! literal (`frame::parse_literal`) it gets the same verdict; the reassembler never holds or
 //! yields a message over 1 MiB. The same frames sent through `openclaw/files/input` of an attached
 //! channel either are accepted with the sequence they were sent at, or are refused and that
 //! channel is gone (every violation closes its transfer), and what the command receives is what
@@ -50,6 +51,10 @@ async fn run(data: &[u8]) {
     for chunk in data.split(|byte| *byte == 0xFF) {
         let Ok(payload) = std::str::from_utf8(chunk) else { continue };
         let parsed = frame::parse(payload);
+        // Read from the JSON string that carries it (as an HTTP input's params hold it), the
+        // frame gets the same verdict.
+        let literal = serde_json::to_string(payload).unwrap();
+        assert_eq!(frame::parse_literal(&literal), parsed, "the literal path disagrees on {literal}");
         if let Ok(frame) = &parsed {
             check_frame(payload, frame);
         }
@@ -66,8 +71,8 @@ async fn run(data: &[u8]) {
         if !open {
             continue;
         }
-        let input = json!({"v": 1, "lease": lease, "seq": seq, "payloadJSON": payload});
-        match channels.input(Some(input), Some(0)) {
+        let input = serde_json::value::to_raw_value(&json!({"v": 1, "lease": lease, "seq": seq, "payloadJSON": payload}));
+        match channels.input(Some(&input.unwrap()), Some(0)) {
             Ok(answer) => {
                 assert_eq!(answer["seq"], seq);
                 assert!(parsed.is_ok(), "an unparsable frame was accepted");

@@ -172,9 +172,9 @@ impl NodeClient {
         Ok(self.mcp.request(id, method, params).await?)
     }
 
-    /// Requests the node must take in order, pipelined on one connection (see
-    /// `McpClient::request_pipelined`); their answers in order.
-    pub async fn request_pipelined<P: serde::Serialize>(
+    /// Requests the node must take in order, their params JSON text already, pipelined on one
+    /// connection (see `McpClient::request_pipelined`); their answers in order.
+    pub async fn request_pipelined<P: AsRef<str>>(
         &self,
         method: &str,
         requests: impl IntoIterator<Item = (RequestId, P)>,

@@ -121,16 +121,17 @@ pub trait McpService: Send + Sync + 'static {
     }
 
     /// [`McpService::custom_request`] for a service that needs what the transport knows of the
-    /// request (its authentication generation), or that answers with JSON it wrote itself (a
-    /// file channel poll's frames, escaped once when they were made). The default forwards to
-    /// `custom_request`.
+    /// request (its authentication generation), that reads the params as the JSON text they came
+    /// in (a file channel input's frame, read where it lies in them), or that answers with JSON it
+    /// wrote itself (a file channel poll's frames, escaped once when they were made). The default
+    /// decodes the params ([`decode_params`]) and forwards to `custom_request`.
     fn custom_request_in<'a>(
         &'a self,
         method: &'a str,
-        params: Option<Value>,
+        params: Option<&'a RawValue>,
         _ctx: &RequestContext,
     ) -> Option<BoxFuture<'a, Result<Box<RawValue>, RpcError>>> {
-        self.custom_request(method, params).map(|answer| async move { raw_result(&answer.await?) }.boxed())
+        decoded_custom_request(self, method, params)
     }
 
     /// A notification outside the MCP table. Ignored by default.
@@ -568,7 +569,7 @@ impl<S: McpService + ?Sized> McpServer<S> {
                 self.notification(method, params);
                 raw(&json!({}))
             }
-            other => match self.service.custom_request_in(other, decode_params(params)?, &ctx) {
+            other => match self.service.custom_request_in(other, params, &ctx) {
                 Some(future) => match AssertUnwindSafe(future).catch_unwind().await {
                     Ok(result) => result,
                     Err(_) => {
@@ -814,9 +815,23 @@ pub fn raw_result<T: serde::Serialize + ?Sized>(result: &T) -> Result<Box<RawVal
 
 type CallParts = (String, Map<String, Value>, Option<Value>);
 
+/// [`McpService::custom_request`] of `params` decoded (an answer of `-32602` when they cannot
+/// be): what [`McpService::custom_request_in`] does for a request its service does not read raw.
+pub fn decoded_custom_request<'a, S: McpService + ?Sized>(
+    service: &'a S,
+    method: &'a str,
+    params: Option<&RawValue>,
+) -> Option<BoxFuture<'a, Result<Box<RawValue>, RpcError>>> {
+    let params = match decode_params(params) {
+        Ok(params) => params,
+        Err(error) => return Some(futures_util::future::ready(Err(error)).boxed()),
+    };
+    service.custom_request(method, params).map(|answer| async move { raw_result(&answer.await?) }.boxed())
+}
+
 /// Decodes the `params` of a method that reads them; what cannot be decoded is `-32602` with
 /// the precise reason (`tools/call` reports the same reason as a tool error instead).
-fn decode_params(params: Option<&RawValue>) -> Result<Option<Value>, RpcError> {
+pub fn decode_params(params: Option<&RawValue>) -> Result<Option<Value>, RpcError> {
     params::decode(params).map_err(|error| RpcError::new(ErrorCode::InvalidParams, error.to_string()))
 }
 

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use clawmcp_mcp::server::{decode_params, decoded_custom_request};
 use clawmcp_mcp::{CallContext, McpService, RequestContext, RpcError, Tool, ToolResult, ToolSet, Unserved, raw_result};
 pub use clawmcp_mcp::{ToolFilter, ToolFilterError};
 use futures_util::FutureExt;
@@ -266,20 +267,24 @@ impl McpService for NodeMcpService {
     fn custom_request_in<'a>(
         &'a self,
         method: &'a str,
-        params: Option<Value>,
+        params: Option<&'a RawValue>,
         ctx: &RequestContext,
     ) -> Option<BoxFuture<'a, Result<Box<RawValue>, RpcError>>> {
         let generation = ctx.auth_generation;
         let answer = match (&self.file_channels, method) {
-            // A poll's answer is written around frames escaped when they were made.
-            (Some(channels), channel::POLL) => channels.poll(params, generation),
-            (Some(channels), channel::OPEN) => channels.open(params, generation).and_then(|v| raw_result(&v)),
+            // An input's frame is read where it lies in the params (every byte of a create).
             (Some(channels), channel::INPUT) => channels.input(params, generation).and_then(|v| raw_result(&v)),
-            (Some(channels), channel::CLOSE) => channels.close(params, generation).and_then(|v| raw_result(&v)),
-            _ => {
-                let answer = self.custom_request(method, params)?;
-                return Some(async move { raw_result(&answer.await?) }.boxed());
+            // A poll's answer is written around frames escaped when they were made.
+            (Some(channels), channel::POLL) => {
+                decode_params(params).and_then(|params| channels.poll(params, generation))
             }
+            (Some(channels), channel::OPEN) => {
+                decode_params(params).and_then(|params| channels.open(params, generation)).and_then(|v| raw_result(&v))
+            }
+            (Some(channels), channel::CLOSE) => {
+                decode_params(params).and_then(|params| channels.close(params, generation)).and_then(|v| raw_result(&v))
+            }
+            _ => return decoded_custom_request(self, method, params),
         };
         Some(futures_util::future::ready(answer).boxed())
     }

@@ -26,7 +26,6 @@ use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
 use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure, TransferError, params_value};
 use clawmcp_node::files::channel::{EXTENSION, MAX_TIMEOUT};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -50,7 +49,7 @@ impl ChannelRpc for NodeClient {
     /// one request (fetch's start and acks, an empty create's EOF) on a kept connection as any.
     async fn request_in_order<I>(&self, method: &'static str, requests: I) -> Result<Vec<Value>, RpcFailure>
     where
-        I: Iterator<Item = (RequestId, Box<RawValue>)> + Send,
+        I: Iterator<Item = (RequestId, String)> + Send,
     {
         let mut requests = requests.peekable();
         let Some(first) = requests.next() else { return Ok(Vec::new()) };

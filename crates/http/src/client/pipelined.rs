@@ -14,8 +14,7 @@
 
 use bytes::{Bytes, BytesMut};
 use clawmcp_mcp::RequestId;
-use clawmcp_mcp::client::{Answer, request_frame};
-use serde::Serialize;
+use clawmcp_mcp::client::{Answer, request_frame_around};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -28,11 +27,12 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 
 impl McpClient {
-    /// Sends `requests` (ids and params) of `method` on one new connection, each written without waiting
-    /// for the answers before it, and returns their answers in order. Each request is serialized
-    /// as it is written (the server takes the first while the rest are being made). The first
-    /// failure ends the burst: the requests after it may or may not have been taken.
-    pub async fn request_pipelined<P: Serialize>(
+    /// Sends `requests` (ids, and params as JSON text the caller wrote: put in as they are, not
+    /// parsed again) of `method` on one new connection, each written without waiting for the
+    /// answers before it, and returns their answers in order. Each request is made as it is
+    /// written (the server takes the first while the rest are being made). The first failure ends
+    /// the burst: the requests after it may or may not have been taken.
+    pub async fn request_pipelined<P: AsRef<str>>(
         &self,
         method: &str,
         requests: impl IntoIterator<Item = (RequestId, P)>,
@@ -66,9 +66,8 @@ impl McpClient {
     }
 
     /// One request as it goes on the wire: the head every message has, and the body.
-    fn serialized(&self, frame: &str) -> Result<Bytes, ClientError> {
-        let body = Bytes::copy_from_slice(frame.as_bytes());
-        let request = self.request_to(&body)?;
+    fn serialized(&self, body: &str) -> Result<Bytes, ClientError> {
+        let request = self.request_to(body.as_bytes())?;
         let mut wire = BytesMut::with_capacity(body.len() + 512);
         let path = request.uri_ref().map(|uri| uri.to_string()).unwrap_or_else(|| "/".into());
         wire.extend_from_slice(format!("POST {path} HTTP/1.1\r\n").as_bytes());
@@ -79,13 +78,13 @@ impl McpClient {
             wire.extend_from_slice(b"\r\n");
         }
         wire.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
-        wire.extend_from_slice(&body);
+        wire.extend_from_slice(body.as_bytes());
         Ok(wire.freeze())
     }
 
     /// Serializes and writes each request, telling the reader its id; stops at the first
     /// failure, telling the reader why.
-    async fn write_all<P: Serialize>(
+    async fn write_all<P: AsRef<str>>(
         &self,
         writer: &mut OwnedWriteHalf,
         method: &str,
@@ -94,7 +93,7 @@ impl McpClient {
     ) {
         let mut writer = BufWriter::with_capacity(64 * 1024, writer);
         for (id, params) in requests {
-            let wire = match self.serialized(&request_frame(&id, method, Some(&params))) {
+            let wire = match self.serialized(&request_frame_around(&id, method, params.as_ref())) {
                 Ok(wire) => wire,
                 Err(error) => {
                     let _ = written.send(Err(error));

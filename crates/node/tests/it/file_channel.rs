@@ -18,7 +18,6 @@ use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure
 use clawmcp_node::files::channel::frame;
 use clawmcp_node::settings::{DataDir, LiveSettings, Settings};
 use clawmcp_node::{NodeMcpService, Registry};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
@@ -129,7 +128,7 @@ impl ChannelRpc for Rpc {
     /// written back to back on one connection, in order.
     async fn request_in_order<I>(&self, method: &'static str, requests: I) -> Result<Vec<Value>, RpcFailure>
     where
-        I: Iterator<Item = (RequestId, Box<RawValue>)> + Send,
+        I: Iterator<Item = (RequestId, String)> + Send,
     {
         RpcFailure::outcomes(self.0.request_pipelined(method, requests).await)
     }

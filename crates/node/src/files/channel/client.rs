@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::frame::{self, Frame, FrameError, Reassembler};
@@ -31,8 +30,9 @@ pub trait ChannelRpc: Sync {
         params: Value,
     ) -> impl Future<Output = Result<Value, RpcFailure>> + Send;
 
-    /// Sends `requests` (ids and params, already JSON: a chunk's frames are escaped once, as
-    /// they are made, not again by a serializer) of `method` in this order and returns their
+    /// Sends `requests` (ids and params as JSON text this module wrote: a chunk's frames are
+    /// escaped once, as they are made, and neither a serializer nor a parser goes over them again)
+    /// of `method` in this order and returns their
     /// results in order, stopping at the first failure (the requests after it may or may not
     /// have been taken). This one waits for each answer before sending the next; a transport that
     /// keeps several in flight on one connection, taken in order, overrides it (the CLI pipelines
@@ -43,7 +43,7 @@ pub trait ChannelRpc: Sync {
         requests: I,
     ) -> impl Future<Output = Result<Vec<Value>, RpcFailure>> + Send
     where
-        I: Iterator<Item = (RequestId, Box<RawValue>)> + Send,
+        I: Iterator<Item = (RequestId, String)> + Send,
     {
         async move {
             let mut results = Vec::new();
@@ -56,8 +56,8 @@ pub trait ChannelRpc: Sync {
 }
 
 /// Params made as JSON text, as a `Value` for [`ChannelRpc::request`].
-pub fn params_value(params: &RawValue) -> Result<Value, RpcFailure> {
-    serde_json::from_str(params.get())
+pub fn params_value(params: &str) -> Result<Value, RpcFailure> {
+    serde_json::from_str(params)
         .map_err(|error| RpcFailure { code: None, message: format!("request params are not JSON: {error}") })
 }
 
@@ -329,7 +329,8 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
             let _ = write!(params, r#"{{"v":1,"lease":{lease},"seq":{seq},"payloadJSON":"#); // to a String: cannot fail
             frame::push_data_literal(&mut params, number, index, last, chunk);
             params.push('}');
-            let params = RawValue::from_string(params).expect("input params are JSON: numbers and JSON literals");
+            // Not parsed again on the way out (11 KB a request); every test run checks each one.
+            debug_assert!(serde_json::from_str::<serde::de::IgnoredAny>(&params).is_ok(), "input params are JSON");
             (RequestId::string(&format!("{prefix}{}", first_request + offset)), params)
         });
         let sent = self.rpc.request_in_order(INPUT, inputs).await;

@@ -41,7 +41,9 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clawmcp_mcp::jsonrpc::{IdKey, RequestId, id_key_of};
+use clawmcp_mcp::server::decode_params;
 use clawmcp_mcp::{ErrorCode, RequestFacts, RpcError};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -176,7 +178,7 @@ struct State {
     /// Input: the next sequence expected, the previous input (for the idempotent retry), the
     /// frames reassembled, the messages waiting for the command.
     next_in: u64,
-    previous_input: Option<String>,
+    previous_input: Option<InputFrame<String>>,
     reassembler: Reassembler,
     inbox: VecDeque<Vec<u8>>,
     inbox_bytes: usize,
@@ -194,6 +196,54 @@ impl State {
     }
 }
 
+/// An input frame as its transport carried it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputFrame<S> {
+    /// The frame's JSON text (a gateway `node.invoke.input`, or a `payloadJSON` already decoded).
+    Text(S),
+    /// `payloadJSON` as an HTTP input's params hold it: a JSON string literal, escapes and all,
+    /// read where it lies ([`frame::parse_literal`]).
+    Literal(S),
+}
+
+impl<S: AsRef<str>> InputFrame<S> {
+    fn parse(&self) -> Result<frame::Frame, frame::FrameError> {
+        match self {
+            InputFrame::Text(text) => frame::parse(text.as_ref()),
+            InputFrame::Literal(literal) => frame::parse_literal(literal.as_ref()),
+        }
+    }
+
+    /// Whether `other` is this same input again: the same text, however either was spelt.
+    fn same_as<T: AsRef<str>>(&self, other: &InputFrame<T>) -> bool {
+        // Equal as sent (a retry resends the same bytes), else compared as texts: one frame may be
+        // spelt with escapes the other has not.
+        self.as_str() == other.as_str() || self.text().is_some_and(|text| Some(text) == other.text())
+    }
+
+    fn as_str(&self) -> InputFrame<&str> {
+        match self {
+            InputFrame::Text(text) => InputFrame::Text(text.as_ref()),
+            InputFrame::Literal(literal) => InputFrame::Literal(literal.as_ref()),
+        }
+    }
+
+    /// The frame's text, `None` for a literal that is not a JSON string.
+    fn text(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self.as_str() {
+            InputFrame::Text(text) => Some(text.into()),
+            InputFrame::Literal(literal) => serde_json::from_str::<String>(literal).ok().map(Into::into),
+        }
+    }
+
+    fn owned(&self) -> InputFrame<String> {
+        match self.as_str() {
+            InputFrame::Text(text) => InputFrame::Text(text.to_owned()),
+            InputFrame::Literal(literal) => InputFrame::Literal(literal.to_owned()),
+        }
+    }
+}
+
 impl Channel {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -203,9 +253,10 @@ impl Channel {
     /// previous input again is a no-op; anything out of order, after the command finished, not a
     /// valid frame or over the buffering caps is the violation described by the error (the
     /// caller closes the channel).
-    fn accept_input(&self, seq: u64, payload: &str) -> Result<(), String> {
+    fn accept_input(&self, seq: u64, payload: InputFrame<&str>) -> Result<(), String> {
         let mut state = self.state();
-        if seq + 1 == state.next_in && state.previous_input.as_deref() == Some(payload) {
+        if seq + 1 == state.next_in && state.previous_input.as_ref().is_some_and(|previous| previous.same_as(&payload))
+        {
             // The client retried the input just accepted (its answer was lost): nothing new.
             return Ok(());
         }
@@ -219,8 +270,7 @@ impl Channel {
         if state.finished {
             return Err("the command has finished and reads no more input".to_owned());
         }
-        let message =
-            frame::parse(payload).and_then(|frame| state.reassembler.push(frame)).map_err(|e| e.to_string())?;
+        let message = payload.parse().and_then(|frame| state.reassembler.push(frame)).map_err(|e| e.to_string())?;
         let completed_message = message.is_some();
         if let Some(message) = message {
             state.inbox_bytes += message.len();
@@ -239,7 +289,7 @@ impl Channel {
             ));
         }
         state.next_in = seq + 1;
-        state.previous_input = Some(payload.to_owned());
+        state.previous_input = Some(payload.owned());
         drop(state);
         // Only a whole message is news to the command (`recv` hands out messages): waking it for
         // each of a message's 128 fragments cost a task switch per input request.
@@ -274,6 +324,25 @@ fn invalid(message: impl Into<String>) -> RpcError {
 
 fn refused(message: impl Into<String>) -> RpcError {
     RpcError::new(ErrorCode::InvalidRequest, message)
+}
+
+/// `openclaw/files/input`'s params as every client writes them: each key once, the lease with no
+/// escape, `payloadJSON` kept as the string literal it is ([`FileChannels::input`] reads the frame
+/// from it). Params it does not fit are decoded and checked key by key, which names the fault.
+#[derive(Deserialize)]
+struct InputParams<'a> {
+    v: u64,
+    lease: &'a str,
+    seq: u64,
+    #[serde(rename = "payloadJSON", borrow)]
+    payload: &'a RawValue,
+}
+
+impl InputParams<'_> {
+    /// What the careful path would accept as these params: `v` 1, a safe-integer `seq`, a string.
+    fn is_plain(&self) -> bool {
+        self.v == 1 && self.seq <= frame::MAX_SAFE_INTEGER && self.payload.get().starts_with('"')
+    }
 }
 
 /// `params` as an object with `v: 1`.
@@ -526,18 +595,29 @@ impl FileChannels {
         RawValue::from_string(answer).map_err(|_| RpcError::internal())
     }
 
-    /// `openclaw/files/input {v:1, lease, seq, payloadJSON}` -> `{v:1, seq}`.
-    pub fn input(&self, params: Option<Value>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
+    /// `openclaw/files/input {v:1, lease, seq, payloadJSON}` -> `{v:1, seq}`, from the request's
+    /// params as JSON text: the frame is read from `payloadJSON` where it lies in them
+    /// ([`InputParams`]), or, for params spelt any other way, from their decoded `Value`.
+    pub fn input(&self, params: Option<&RawValue>, auth_generation: Option<u64>) -> Result<Value, RpcError> {
         let generation = generation_of(auth_generation)?;
-        let params = versioned(params, INPUT)?;
+        let plain = params.and_then(|raw| serde_json::from_str::<InputParams<'_>>(raw.get()).ok());
+        if let Some(params) = plain.filter(InputParams::is_plain) {
+            let channel = self.find(params.lease, generation)?;
+            return self.accept(&channel, params.seq, InputFrame::Literal(params.payload.get()));
+        }
+        let params = versioned(decode_params(params)?, INPUT)?;
         let channel = self.find(lease_of(&params, INPUT)?, generation)?;
         let seq = counter(&params, "seq", INPUT)?;
         let Some(payload) = params.get("payloadJSON").and_then(Value::as_str) else {
             return Err(invalid(format!("{INPUT}: payloadJSON (a frame as a JSON string) is required")));
         };
+        self.accept(&channel, seq, InputFrame::Text(payload))
+    }
+
+    fn accept(&self, channel: &Arc<Channel>, seq: u64, payload: InputFrame<&str>) -> Result<Value, RpcError> {
         match channel.accept_input(seq, payload) {
             Ok(()) => Ok(json!({"v": 1, "seq": seq})),
-            Err(message) => Err(self.violation(&channel, format!("{INPUT}: {message}"))),
+            Err(message) => Err(self.violation(channel, format!("{INPUT}: {message}"))),
         }
     }
 
@@ -673,7 +753,7 @@ impl GatewayChannel {
     /// `node.invoke.input` frame `seq`: a violation ends the transfer (the command sees the
     /// channel closed, with the reason).
     pub fn input(&self, seq: u64, payload: &str) -> Result<(), String> {
-        self.channel.accept_input(seq, payload).inspect_err(|message| self.end(message))
+        self.channel.accept_input(seq, InputFrame::Text(payload)).inspect_err(|message| self.end(message))
     }
 
     /// Ends the transfer (the gateway connection is gone, a progress was refused, a cancel).

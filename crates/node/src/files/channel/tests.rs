@@ -33,7 +33,8 @@ fn poll(channels: &FileChannels, lease: &str, ack: u64) -> Result<Value, RpcErro
 }
 
 fn input(channels: &FileChannels, lease: &str, seq: u64, payload: &str) -> Result<Value, RpcError> {
-    channels.input(Some(json!({"v": 1, "lease": lease, "seq": seq, "payloadJSON": payload})), GEN)
+    let params = serde_json::value::to_raw_value(&json!({"v": 1, "lease": lease, "seq": seq, "payloadJSON": payload}));
+    channels.input(Some(&params.unwrap()), GEN)
 }
 
 /// Sends `message` as frames from input sequence `seq` on; returns the next sequence.
@@ -230,6 +231,48 @@ async fn the_identical_previous_input_is_idempotent_anything_else_closes() {
     let wrong = input(&channels, &lease, 0, &frame::data(1, 0, true, b"x")).unwrap_err();
     assert!(wrong.message.contains("expected message 0 fragment 0"), "{}", wrong.message);
     assert_eq!(channels.open_count(), 0);
+}
+
+/// `openclaw/files/input` with its params written out as `text`.
+fn input_text(channels: &FileChannels, text: &str) -> Result<Value, RpcError> {
+    channels.input(Some(&RawValue::from_string(text.to_owned()).unwrap()), GEN)
+}
+
+#[tokio::test]
+async fn input_params_spelt_any_way_are_read_as_written_plainly() {
+    let (channels, lease, duplex) = attached();
+    duplex.ready().await.unwrap();
+    // The lease with an escape, keys in another order, an extra key: decoded and checked key by key.
+    let escaped_lease = format!("\\u{:04x}{}", u32::from(lease.as_bytes()[0]), &lease[1..]);
+    let start = serde_json::to_string(&frame::data(0, 0, true, b"start")).unwrap();
+    let spelt = format!(r#"{{"payloadJSON":{start},"seq":0,"note":"x","lease":"{escaped_lease}","v":1}}"#);
+    assert_eq!(input_text(&channels, &spelt).unwrap(), json!({"v": 1, "seq": 0}));
+    // The same input again as a client writes it plainly is the idempotent retry, delivered once.
+    input(&channels, &lease, 0, &frame::data(0, 0, true, b"start")).unwrap();
+    assert_eq!(duplex.recv().await.unwrap(), b"start");
+    // The next frame with an escape in its base64 (`\/`), and its plain spelling as the retry.
+    let slashed = format!(
+        r#"{{"v":1,"lease":"{lease}","seq":1,"payloadJSON":"{{\"v\":1,\"kind\":\"data\",\"message\":1,\"index\":0,\"last\":true,\"data\":\"\/w==\"}}"}}"#
+    );
+    input_text(&channels, &slashed).unwrap();
+    input(&channels, &lease, 1, &frame::data(1, 0, true, &[0xff])).unwrap();
+    assert_eq!(duplex.recv().await.unwrap(), [0xff]);
+
+    // Faults are named whichever way the params are spelt.
+    let faults = [
+        (r#"{"v":2,"lease":"L","seq":0,"payloadJSON":"{}"}"#, "v must be 1"),
+        (r#"{"v":1,"lease":"L","seq":9007199254740992,"payloadJSON":"{}"}"#, "no open file channel has this lease"),
+        (r#"{"v":1,"lease":7,"seq":0,"payloadJSON":"{}"}"#, "lease (a string) is required"),
+        (r#"[1]"#, "takes an object of params"),
+    ];
+    for (text, expected) in faults {
+        let error = input_text(&channels, text).unwrap_err();
+        assert!(error.message.contains(expected), "{text}: {}", error.message);
+    }
+    let numbered = format!(r#"{{"v":1,"lease":"{lease}","seq":2,"payloadJSON":5}}"#);
+    assert!(input_text(&channels, &numbered).unwrap_err().message.contains("payloadJSON (a frame as a JSON string)"));
+    let too_far = format!(r#"{{"v":1,"lease":"{lease}","seq":9007199254740992,"payloadJSON":"{{}}"}}"#);
+    assert!(input_text(&channels, &too_far).unwrap_err().message.contains("seq must be an integer from 0 to"));
 }
 
 #[tokio::test]
