@@ -18,6 +18,10 @@
 #                          wlr backend shoots with grim and will not start without a PipeWire
 #                          daemon; the portal (1.15+) serves Screenshot only with an Access
 #                          backend, which -gtk provides
+#   gstreamer1.0-tools, gstreamer1.0-pipewire, gstreamer1.0-plugins-base, gstreamer1.0-plugins-good,
+#   wireplumber, gcc     - screen.record on Wayland: gst-launch-1.0 reads the ScreenCast portal's
+#                          PipeWire stream (pipewiresrc) into y4m for ffmpeg; wireplumber links the
+#                          stream; gcc builds the test's shim for xdg-desktop-portal-wlr 0.7
 #   geoclue-2.0, gpsd    - location.get's backends: geoclue (/usr/libexec/geoclue and its demo agent)
 #                          on a private system bus reading an NMEA socket; gpsd reading NMEA from a
 #                          loopback TCP feeder
@@ -42,6 +46,7 @@ set -euo pipefail
 
 packages=(xvfb xclip sway wl-clipboard dunst dbus dbus-bin systemd groff-base iproute2 e2fsprogs procps ffmpeg cmake x11-xserver-utils
   xdg-desktop-portal xdg-desktop-portal-wlr grim pipewire xdg-desktop-portal-gtk geoclue-2.0 gpsd
+  gstreamer1.0-tools gstreamer1.0-pipewire gstreamer1.0-plugins-base gstreamer1.0-plugins-good wireplumber gcc
   espeak-ng pulseaudio pulseaudio-utils speech-dispatcher speech-dispatcher-espeak-ng chromium x11-utils openbox)
 
 # piper (PyPI) for tts.speak's piper provider, with one voice the tests use.

@@ -5,7 +5,8 @@
 //! | --- | --- |
 //! | [`x11`] | the capture: RandR monitors, core `GetImage`, the XFixes cursor drawn on top |
 //! | [`portal`] | Wayland: the desktop portal's Screenshot, bounded in time, its file read bounded and removed |
-//! | [`record`] | `screen.record`: ffmpeg x11grab into a private temp dir, size and time bounds, stopping |
+//! | [`record`] | `screen.record`: ffmpeg (x11grab, or the cast's frames) into a private temp dir, size and time bounds, stopping |
+//! | [`cast`] | Wayland recording: the portal's ScreenCast session and gst-launch reading its PipeWire stream |
 //! | this file | `screen.snapshot`'s arguments (upstream's names, defaults and clamps), scaling, PNG/JPEG encoding, the answer |
 //!
 //! Over MCP the answer is an `image` content block plus the metadata as JSON text (never base64
@@ -25,8 +26,10 @@
 //! no portal round trip and knows the monitors), else Wayland through the desktop portal when
 //! `WAYLAND_DISPLAY` is set and the portal is on the session bus. On Wayland screenIndex 0 is the
 //! whole desktop (the portal's shot covers every output and nobody says where the monitors are),
-//! and the pointer is not drawn (the metadata says so). Recording is X11 only.
+//! and the pointer is not drawn (the metadata says so). Recording on Wayland goes through the
+//! portal's ScreenCast and PipeWire ([`cast`]), screenIndex 0 being the monitor the portal casts.
 
+mod cast;
 mod portal;
 mod record;
 mod x11;
@@ -110,16 +113,27 @@ impl ScreenCapability {
 
     /// [`ScreenCapability::for_display`], recording with `recording`'s bounds and places.
     pub fn with_recording(settings: Arc<LiveSettings>, display: Option<String>, recording: RecordOptions) -> Self {
-        let record = record::command(settings.clone(), display.clone(), recording);
         let desktop = display.map_or(Desktop::Env, Desktop::X11);
+        let record = record::command(settings.clone(), desktop.clone(), portal::DEFAULT_TIMEOUT, recording);
         ScreenCapability::build(settings, desktop, portal::DEFAULT_TIMEOUT, record)
     }
 
-    /// Snapshots through the desktop portal on the session bus at `bus` (a D-Bus address), each
-    /// shot bounded by `timeout`. Recording is not served there.
+    /// Snapshots and records through the desktop portal on the session bus at `bus` (a D-Bus
+    /// address), each shot and each cast's start bounded by `timeout`.
     pub fn for_portal(settings: Arc<LiveSettings>, bus: String, timeout: Duration) -> Self {
-        let record = record::command(settings.clone(), None, RecordOptions::default());
-        ScreenCapability::build(settings, Desktop::Portal(portal::Bus::At(bus)), timeout, record)
+        ScreenCapability::for_portal_recording(settings, bus, timeout, RecordOptions::default())
+    }
+
+    /// [`ScreenCapability::for_portal`], recording with `recording`'s bounds and places.
+    pub fn for_portal_recording(
+        settings: Arc<LiveSettings>,
+        bus: String,
+        timeout: Duration,
+        recording: RecordOptions,
+    ) -> Self {
+        let desktop = Desktop::Portal(portal::Bus::At(bus));
+        let record = record::command(settings.clone(), desktop.clone(), timeout, recording);
+        ScreenCapability::build(settings, desktop, timeout, record)
     }
 
     fn build(settings: Arc<LiveSettings>, desktop: Desktop, timeout: Duration, record: Command) -> Self {

@@ -38,13 +38,13 @@ use crate::imaging::{self, Pixels};
 
 /// The portal frontend's well-known name.
 pub const PORTAL: &str = "org.freedesktop.portal.Desktop";
-const PORTAL_PATH: &str = "/org/freedesktop/portal/desktop";
+pub(super) const PORTAL_PATH: &str = "/org/freedesktop/portal/desktop";
 const SCREENSHOT: &str = "org.freedesktop.portal.Screenshot";
 const REQUEST: &str = "org.freedesktop.portal.Request";
 /// How long a screenshot may take, permission dialog included, before the call fails.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long closing an abandoned Request may take (best effort).
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long the availability probe waits for the bus, and how long its answer is reused.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 pub const PROBE_CACHE: Duration = Duration::from_secs(2);
@@ -57,7 +57,7 @@ pub const MAX_PIXELS: u64 = 2 * 7680 * 4320;
 const MTIME_SLACK: Duration = Duration::from_secs(2);
 
 /// What a Wayland session needs for screen capture, said when the portal is missing.
-const PORTAL_PACKAGES: &str = "install xdg-desktop-portal and the backend for your desktop: xdg-desktop-portal-wlr \
+pub(super) const PORTAL_PACKAGES: &str = "install xdg-desktop-portal and the backend for your desktop: xdg-desktop-portal-wlr \
      (sway and other wlroots compositors; it takes the shot with grim, needs pipewire running, and \
      xdg-desktop-portal 1.15+ also wants an Access backend such as xdg-desktop-portal-gtk), \
      xdg-desktop-portal-gnome (GNOME) or xdg-desktop-portal-kde (KDE Plasma)";
@@ -159,64 +159,21 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
     let since = SystemTime::now();
     // One deadline for the whole exchange, connecting included (a hung bus is bounded too).
     let deadline = tokio::time::Instant::now() + timeout;
-    let shown = address.to_string();
-    let unreachable = |error: zbus::Error| format!("cannot reach the session D-Bus at {shown}: {error}");
-    let hung = || format!("the session D-Bus at {shown} did not answer within {}", shown_duration(timeout));
+    let connection = connect(address, timeout, deadline, cancel).await?;
     let token = handle_token();
-    let subscribed = async {
-        let connection = zbus::connection::Builder::address(address.clone()).build().await.map_err(unreachable)?;
-        let request_path = request_path(&connection, &token).map_err(unreachable)?;
-        let rule = zbus::MatchRule::builder()
-            .msg_type(MessageType::Signal)
-            .interface(REQUEST)
-            .member("Response")
-            .path(request_path.clone())
-            .build()
-            .map_err(unreachable)?;
-        let responses = zbus::MessageStream::for_match_rule(rule, &connection, None).await.map_err(unreachable)?;
-        Ok::<_, String>((connection, request_path, responses))
-    };
-    let (connection, request_path, mut responses) = tokio::select! {
-        () = cancel.cancelled() => return Err(clawmcp_mcp::CANCELLED.into()),
-        done = tokio::time::timeout_at(deadline, subscribed) => done.map_err(|_| hung())??,
-    };
-
     let options: HashMap<&str, Variant<'_>> =
         HashMap::from([("handle_token", Variant::from(token.as_str())), ("interactive", Variant::from(false))]);
-    let asked = async {
-        let reply = connection
-            .call_method(Some(PORTAL), PORTAL_PATH, Some(SCREENSHOT), "Screenshot", &("", options))
-            .await
-            .map_err(|error| format!("the desktop portal refused the screenshot: {error}"))?;
-        let handle: OwnedObjectPath =
-            reply.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))?;
-        if handle.as_str() != request_path.as_str() {
-            // A portal that ignores handle_token (very old ones) answers elsewhere: we listen on
-            // the wrong path, so stop rather than wait out the deadline.
-            close(&connection, &handle).await;
-            return Err(format!("the desktop portal answered on {handle}, not on {request_path}: it is too old"));
-        }
-        // Only the portal that answered the call may answer the Request: any other peer on the
-        // bus can emit a signal on that path (the bus stamps the true sender on every message).
-        let portal = reply.header().sender().map(|sender| sender.to_owned());
-        let response = loop {
-            match responses.next().await {
-                Some(Ok(message)) if message.header().sender().map(|s| s.to_owned()) == portal => break message,
-                Some(_) => continue,
-                None => return Err("the session D-Bus closed the connection".to_owned()),
-            }
-        };
-        Ok::<_, String>(response)
-    };
-    let response = tokio::select! {
+    let body = ("", options);
+    let asked = request(&connection, SCREENSHOT, "Screenshot", &body, &token, "screenshot");
+    let (code, results) = tokio::select! {
         () = cancel.cancelled() => {
-            close(&connection, &request_path).await;
+            close_request(&connection, &token).await;
             return Err(clawmcp_mcp::CANCELLED.into());
         }
         answered = tokio::time::timeout_at(deadline, asked) => match answered {
             Ok(answer) => answer?,
             Err(_) => {
-                close(&connection, &request_path).await;
+                close_request(&connection, &token).await;
                 return Err(format!(
                     "the desktop portal did not deliver the screenshot within {} (a permission dialog \
                      nobody answered, or a hung portal backend); the request was closed. Allow screenshots \
@@ -227,8 +184,6 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
             }
         },
     };
-    let (code, results): (u32, HashMap<String, OwnedVariant>) =
-        response.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))?;
     match code {
         0 => {}
         1 => {
@@ -258,15 +213,96 @@ pub async fn capture(address: &Address, timeout: Duration, cancel: &Cancellation
 }
 
 /// `30 s`, or `250 ms` when not whole seconds.
-fn shown_duration(duration: Duration) -> String {
+pub(super) fn shown_duration(duration: Duration) -> String {
     match duration.subsec_millis() {
         0 => format!("{} s", duration.as_secs()),
         _ => format!("{} ms", duration.as_millis()),
     }
 }
 
+/// A connection to the session bus at `address`, made by `deadline` (a hung bus is bounded too:
+/// `timeout` is what the error says) unless `cancel` fires first.
+pub(super) async fn connect(
+    address: &Address,
+    timeout: Duration,
+    deadline: tokio::time::Instant,
+    cancel: &CancellationToken,
+) -> Result<zbus::Connection, String> {
+    let shown = address.to_string();
+    let connecting = zbus::connection::Builder::address(address.clone()).build();
+    tokio::select! {
+        () = cancel.cancelled() => Err(clawmcp_mcp::CANCELLED.into()),
+        done = tokio::time::timeout_at(deadline, connecting) => match done {
+            Ok(connected) => connected.map_err(|error| format!("cannot reach the session D-Bus at {shown}: {error}")),
+            Err(_) => Err(format!("the session D-Bus at {shown} did not answer within {}", shown_duration(timeout))),
+        },
+    }
+}
+
+/// One portal Request: calls `method` of `interface` with `body` (whose options carry
+/// `handle_token: token`) and waits, unbounded (the caller bounds it and, when it gives up,
+/// calls [`close_request`]), for the Request's `Response (u code, a{sv} results)`.
+///
+/// The subscription to `Response` on the Request's path (known in advance from our unique name
+/// and `token`) is made before the call, so the answer cannot slip past. Only the portal that
+/// answered the call may answer the Request: any other peer on the bus can emit a signal on
+/// that path (the bus stamps the true sender on every message). `what` names the request in
+/// errors ("screenshot").
+pub(super) async fn request<B>(
+    connection: &zbus::Connection,
+    interface: &str,
+    method: &str,
+    body: &B,
+    token: &str,
+    what: &str,
+) -> Result<(u32, HashMap<String, OwnedVariant>), String>
+where
+    B: serde::Serialize + zbus::DynamicType,
+{
+    let unreachable =
+        |error: zbus::Error| format!("cannot subscribe to the portal's answer on the session D-Bus: {error}");
+    let request_path = request_path(connection, token).map_err(unreachable)?;
+    let rule = zbus::MatchRule::builder()
+        .msg_type(MessageType::Signal)
+        .interface(REQUEST)
+        .member("Response")
+        .path(request_path.clone())
+        .build()
+        .map_err(unreachable)?;
+    let mut responses = zbus::MessageStream::for_match_rule(rule, connection, None).await.map_err(unreachable)?;
+    let reply = connection
+        .call_method(Some(PORTAL), PORTAL_PATH, Some(interface), method, body)
+        .await
+        .map_err(|error| format!("the desktop portal refused the {what}: {error}"))?;
+    let handle: OwnedObjectPath =
+        reply.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))?;
+    if handle.as_str() != request_path.as_str() {
+        // A portal that ignores handle_token (very old ones) answers elsewhere: we listen on
+        // the wrong path, so stop rather than wait out the deadline.
+        close(connection, &handle).await;
+        return Err(format!("the desktop portal answered on {handle}, not on {request_path}: it is too old"));
+    }
+    let portal = reply.header().sender().map(|sender| sender.to_owned());
+    let response = loop {
+        match responses.next().await {
+            Some(Ok(message)) if message.header().sender().map(|s| s.to_owned()) == portal => break message,
+            Some(_) => continue,
+            None => return Err("the session D-Bus closed the connection".to_owned()),
+        }
+    };
+    response.body().deserialize().map_err(|error| format!("the desktop portal answered oddly: {error}"))
+}
+
+/// Closes the Request of `token` (abandoned: timed out or cancelled) so the portal drops it and
+/// its dialog; best effort, bounded.
+pub(super) async fn close_request(connection: &zbus::Connection, token: &str) {
+    if let Ok(path) = request_path(connection, token) {
+        close(connection, &path).await;
+    }
+}
+
 /// A fresh `handle_token` (letters, digits and `_` only, as the portal requires).
-fn handle_token() -> String {
+pub(super) fn handle_token() -> String {
     let mut bytes = [0u8; 8];
     let _ = getrandom::fill(&mut bytes);
     format!("clawmcp_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
@@ -372,4 +408,4 @@ fn ours_to_remove(path: &Path, opened: &std::fs::Metadata, since: SystemTime) ->
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -1,4 +1,6 @@
-//! `screen.record`: a clip of one monitor as an mp4 (H.264), recorded by ffmpeg's x11grab.
+//! `screen.record`: a clip of one monitor as an mp4 (H.264), recorded by ffmpeg: from X11 by its
+//! x11grab, on Wayland from the desktop portal's screen cast, whose frames `gst-launch-1.0` reads
+//! from PipeWire and pipes in as y4m ([`super::cast`]). Everything below holds for both.
 //!
 //! ffmpeg records the monitor's rectangle (RandR, as `screen.snapshot` finds it) into a file in
 //! a private temporary directory (`clawmcp-record-*`, mode 0700), which is read back, checked to
@@ -13,9 +15,12 @@
 //! from the file. ffmpeg may take the clip's duration plus [`START_ALLOWANCE`], then it is
 //! stopped and the call fails. Its stderr is kept up to [`STDERR_KEPT`] bytes, for the error.
 //!
-//! Stopping: a cancelled call sends ffmpeg SIGINT, SIGKILLs it after [`STOP_GRACE`], waits for
-//! it and deletes the directory before answering `cancelled`. A call whose future is dropped
-//! kills ffmpeg through `kill_on_drop` and removes the directory through `TempDir`'s drop.
+//! Stopping: a cancelled call sends ffmpeg (and gst) SIGINT, SIGKILLs them after [`STOP_GRACE`],
+//! waits for them, closes the portal session and deletes the directory before answering
+//! `cancelled`. A call whose future is dropped kills both through `kill_on_drop`, drops its bus
+//! connection (the portal closes the session of a peer that left) and removes the directory
+//! through `TempDir`'s drop. A cast that sends no frame within [`cast::FIRST_FRAME_TIMEOUT`]
+//! fails the call, saying why.
 //! Directories a crashed node left behind (ours, older than [`STALE_AFTER`], longer than any
 //! recording can take) are removed when the next recording starts.
 //!
@@ -39,14 +44,11 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command as Process};
 
-use super::{MAX_SCREEN_INDEX, format_name, whole_number, x11};
+use super::{Desktop, MAX_SCREEN_INDEX, Session, cast, format_name, portal, whole_number, x11};
 use crate::availability::{Gate, MissingBackend, Switch};
 use crate::capability::{Command, CommandSpec};
 pub(super) use crate::mp4::inspect_mp4;
 use crate::settings::LiveSettings;
-
-/// What a Wayland session without Xwayland lacks for recording.
-const WAYLAND_GAP: &str = "recording through the desktop portal (ScreenCast and PipeWire) is not supported yet";
 
 /// Upstream's defaults and clamps.
 pub const DEFAULT_DURATION_MS: u64 = 10_000;
@@ -114,16 +116,31 @@ impl RecordOptions {
     }
 }
 
-/// `screen.record`, behind the screen switch, an X display and ffmpeg.
-pub(super) fn command(settings: Arc<LiveSettings>, display: Option<String>, options: RecordOptions) -> Command {
+/// `screen.record`, behind the screen switch, ffmpeg and the desktop: an X display, or on Wayland
+/// the desktop portal and GStreamer's PipeWire source. `timeout` bounds the portal's start.
+pub(super) fn command(
+    settings: Arc<LiveSettings>,
+    desktop: Desktop,
+    timeout: Duration,
+    options: RecordOptions,
+) -> Command {
     let gate = {
-        let (display, options) = (display.clone(), options.clone());
-        Gate::new(settings, Some(&Switch::SCREEN), move || {
-            MissingBackend::x11_display(display.as_deref(), WAYLAND_GAP)?;
-            options.ffmpeg().map(drop)
+        let (desktop, options) = (desktop.clone(), options.clone());
+        let probe = portal::Probe::new(match &desktop {
+            Desktop::Portal(bus) => bus.clone(),
+            _ => portal::Bus::Env,
+        });
+        Gate::new(settings, Some(&Switch::SCREEN), move || match desktop.session()? {
+            Session::X11(_) => options.ffmpeg().map(drop),
+            Session::Portal(bus) => {
+                probe.check()?;
+                options.ffmpeg()?;
+                cast::gst_launch(options.search_path.as_ref())?;
+                cast::screencast_offered(&bus)
+            }
         })
     };
-    let recorder = Arc::new(Recorder { display, options, busy: tokio::sync::Mutex::new(()) });
+    let recorder = Arc::new(Recorder { desktop, timeout, options, busy: tokio::sync::Mutex::new(()) });
     let handler = command_spec().with_output_handler({
         let gate = gate.clone();
         move |request, ctx| {
@@ -145,9 +162,10 @@ pub fn command_spec() -> CommandSpec {
         title: Some("Screen recording"),
         output_schema: None,
         description: Some(
-            "Record one monitor of this machine's screen (X11) as an mp4 video (H.264, with the mouse pointer). \
-             durationMs 100..300000 (default 10000), fps 1..60 (default 10), screenIndex picks the monitor (0 = \
-             primary), format mp4 only; no audio is recorded (includeAudio true is answered with hasAudio false \
+            "Record one monitor of this machine's screen (X11; on Wayland through the desktop portal's screen \
+             cast, where screenIndex 0 is the monitor the portal casts) as an mp4 video (H.264, with the mouse \
+             pointer where the desktop can draw it). durationMs 100..300000 (default 10000), fps 1..60 \
+             (default 10), screenIndex picks the monitor (0 = primary), format mp4 only; no audio is recorded (includeAudio true is answered with hasAudio false \
              and a note). The call takes the \
              clip's duration. Returns the video as an embedded resource and {format, durationMs, \
              requestedDurationMs, fps, screenIndex, hasAudio, width, height, bytes, truncated}: a clip is at most \
@@ -207,7 +225,9 @@ impl RecordArgs {
 
 /// Makes one recording at a time.
 struct Recorder {
-    display: Option<String>,
+    desktop: Desktop,
+    /// How long the portal may take to start a screen cast.
+    timeout: Duration,
     options: RecordOptions,
     busy: tokio::sync::Mutex<()>,
 }
@@ -225,36 +245,109 @@ impl Recorder {
         let ffmpeg = self.options.ffmpeg().map_err(|missing| {
             ToolFailure::new(format!("Screen recording not available: {missing}")).with_code(UNAVAILABLE)
         })?;
-        let display = match &self.display {
-            Some(display) => display.clone(),
-            None => std::env::var("DISPLAY").unwrap_or_default(),
-        };
-        let (monitor, _) = {
-            let (display, index) = (display.clone(), args.screen_index);
-            tokio::task::spawn_blocking(move || x11::monitor(Some(&display), index))
-                .await
-                .map_err(|e| failed(e.to_string()))?
-                .map_err(ToolFailure::new)?
+        let session = self.desktop.session().map_err(|missing| {
+            ToolFailure::new(format!("Screen recording not available: {missing}")).with_code(UNAVAILABLE)
+        })?;
+        // Where the frames come from: ffmpeg's own x11grab, or the portal's cast through gst.
+        let (input, cast, width, height) = match session {
+            Session::X11(display) => {
+                let display = display.unwrap_or_else(|| std::env::var("DISPLAY").unwrap_or_default());
+                let (monitor, _) = {
+                    let (display, index) = (display.clone(), args.screen_index);
+                    tokio::task::spawn_blocking(move || x11::monitor(Some(&display), index))
+                        .await
+                        .map_err(|e| failed(e.to_string()))?
+                        .map_err(ToolFailure::new)?
+                };
+                let input: Vec<String> = vec![
+                    "-f".into(),
+                    "x11grab".into(),
+                    "-framerate".into(),
+                    args.fps.to_string(),
+                    "-video_size".into(),
+                    format!("{}x{}", monitor.width & !1, monitor.height & !1),
+                    "-i".into(),
+                    format!("{display}+{},{}", monitor.x, monitor.y),
+                ];
+                (input, None, u32::from(monitor.width), u32::from(monitor.height))
+            }
+            Session::Portal(bus) => {
+                if args.screen_index != 0 {
+                    return Err(ToolFailure::invalid_request(format!(
+                        "screenIndex {} does not exist: on Wayland the desktop portal casts one monitor, which is \
+                         screenIndex 0 (the portal does not say where the monitors are); use screenIndex 0",
+                        args.screen_index
+                    )));
+                }
+                let unavailable = |missing: MissingBackend| {
+                    ToolFailure::new(format!("Screen recording not available: {missing}")).with_code(UNAVAILABLE)
+                };
+                let gst = cast::gst_launch(self.options.search_path.as_ref()).map_err(unavailable)?;
+                let address = bus.address().map_err(unavailable)?;
+                let started = cast::start(&address, self.timeout, &ctx.cancel).await.map_err(|error| {
+                    match error == clawmcp_mcp::CANCELLED {
+                        true => clawmcp_mcp::CANCELLED.into(),
+                        false => failed(error),
+                    }
+                })?;
+                let (width, height) = started.size.unwrap_or((0, 0));
+                // Odd sides are cropped off below (yuv420p); the portal may not say the size.
+                let input: Vec<String> = ["-f", "yuv4mpegpipe", "-i", "-", "-vf", "crop=trunc(iw/2)*2:trunc(ih/2)*2"]
+                    .map(String::from)
+                    .into();
+                (input, Some((started, gst)), width, height)
+            }
         };
         // yuv420p halves both chroma dimensions, so H.264 needs even sides: drop an odd last
         // column or row.
-        let (width, height) = (monitor.width & !1, monitor.height & !1);
-        if width == 0 || height == 0 {
-            return Err(failed(format!("monitor {} is {}x{}", args.screen_index, monitor.width, monitor.height)));
+        let (width, height) = (width & !1, height & !1);
+        if cast.is_none() && (width == 0 || height == 0) {
+            return Err(failed(format!("monitor {} is {}x{}", args.screen_index, width, height)));
         }
-        let dir = tempfile::Builder::new()
+        let dir = match tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&self.options.temp_root)
-            .map_err(|e| failed(format!("cannot make a directory in {}: {e}", self.options.temp_root.display())))?;
+        {
+            Ok(dir) => dir,
+            Err(e) => {
+                if let Some((started, _)) = &cast {
+                    started.close().await;
+                }
+                return Err(failed(format!("cannot make a directory in {}: {e}", self.options.temp_root.display())));
+            }
+        };
         remove_stale(&self.options.temp_root, dir.path(), SystemTime::now());
         let output = dir.path().join("recording.mp4");
         let size = self.options.size;
-        let mut child = Process::new(&ffmpeg)
+        // The cast's consumer, its stdout to be ffmpeg's stdin; named after the directory, so its
+        // PipeWire client (and its command line) says whose it is.
+        let mut feed = match &cast {
+            Some((started, gst)) => {
+                let name = dir.path().file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+                let spawned = started.consumer(gst, args.fps, &name).and_then(|mut command| command.spawn());
+                match spawned {
+                    Ok(child) => Some(Feed::new(child)),
+                    Err(e) => {
+                        started.close().await;
+                        return Err(failed(format!("cannot start {}: {e}", gst.display())));
+                    }
+                }
+            }
+            None => None,
+        };
+        let frames_in = match feed.as_mut().and_then(|feed| feed.child.stdout.take()) {
+            Some(stdout) => stdout
+                .into_owned_fd()
+                .map(Stdio::from)
+                .map_err(|e| failed(format!("cannot pipe gst into ffmpeg: {e}")))?,
+            None => Stdio::null(),
+        };
+        let spawned = Process::new(&ffmpeg)
             .args(["-hide_banner", "-nostdin", "-nostats", "-loglevel", "error"])
-            .args(["-f", "x11grab", "-framerate", &args.fps.to_string()])
-            .args(["-video_size", &format!("{width}x{height}")])
-            .args(["-i", &format!("{display}+{},{}", monitor.x, monitor.y)])
+            .args(&input)
+            // Frame counts as they are encoded, read for the first frame of a cast.
+            .args(["-progress", "pipe:1"])
             .args(["-t", &format!("{}.{:03}", args.duration_ms / 1000, args.duration_ms % 1000), "-an"])
             // A constant output rate: under load x11grab's wall-clock timestamps jump, and
             // without it the muxer's guess of the rate was seen to turn 1.5 s into 120 frames.
@@ -266,34 +359,65 @@ impl Recorder {
             // so it stops after the first frame that reaches `stop_at`.
             .args(["-fs", &size.stop_at.to_string(), "-y"])
             .arg(&output)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdin(frames_in)
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| failed(format!("cannot start {}: {e}", ffmpeg.display())))?;
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                if let (Some(feed), Some((started, _))) = (feed.as_mut(), &cast) {
+                    stop(&mut feed.child).await;
+                    started.close().await;
+                }
+                return Err(failed(format!("cannot start {}: {e}", ffmpeg.display())));
+            }
+        };
         let stderr = tokio::spawn(read_kept(child.stderr.take()));
+        let (encoded, mut first_frame) = tokio::sync::watch::channel(false);
+        tokio::spawn(watch_progress(child.stdout.take(), encoded));
         let started = Instant::now();
         let deadline = tokio::time::sleep(Duration::from_millis(args.duration_ms) + START_ALLOWANCE);
         tokio::pin!(deadline);
+        let first_frame_due = tokio::time::sleep(cast::FIRST_FRAME_TIMEOUT);
+        tokio::pin!(first_frame_due);
         let mut ticks = tokio::time::interval(Duration::from_secs(1));
         let total = args.duration_ms as f64 / 1000.0;
         let mut reported = 0.0;
-        let status = loop {
+        let ended: Result<std::process::ExitStatus, ToolFailure> = loop {
+            let feeding = feed.as_ref().is_some_and(|feed| !feed.ended);
+            let awaiting_first_frame = cast.is_some() && !*first_frame.borrow();
             tokio::select! {
-                status = child.wait() => break status.map_err(|e| failed(format!("cannot wait for ffmpeg: {e}")))?,
-                () = ctx.cancel.cancelled() => {
-                    stop(&mut child).await;
-                    drop(dir);
-                    return Err(clawmcp_mcp::CANCELLED.into());
+                status = child.wait() => break status.map_err(|e| failed(format!("cannot wait for ffmpeg: {e}"))),
+                () = ctx.cancel.cancelled() => break Err(clawmcp_mcp::CANCELLED.into()),
+                () = &mut deadline => break Err(failed(format!(
+                    "ffmpeg did not finish within {} s of a {total} s clip",
+                    START_ALLOWANCE.as_secs()
+                ))),
+                // (Only polled while `feeding`, when there is a feed.)
+                ended = async { feed.as_mut().expect("a feed").ended().await }, if feeding => {
+                    // The cast broke before the clip was recorded: say gst's reason. After the
+                    // clip's time, gst's write error is ffmpeg closing its stdin on finishing,
+                    // and a clean end (EOS: the desktop stopped casting) lets ffmpeg finish a
+                    // shorter clip: either way ffmpeg answers.
+                    let early = started.elapsed() < Duration::from_millis(args.duration_ms);
+                    if let Some(why) = ended.filter(|_| early) {
+                        break Err(failed(format!("the screen cast stopped: {why}")));
+                    }
                 }
-                () = &mut deadline => {
-                    stop(&mut child).await;
-                    return Err(failed(format!(
-                        "ffmpeg did not finish within {} s of a {total} s clip",
-                        START_ALLOWANCE.as_secs()
+                () = &mut first_frame_due, if awaiting_first_frame => {
+                    break Err(failed(format!(
+                        "no frame arrived from the screen cast within {} s: the compositor sends frames when the \
+                         screen repaints, so either the stream was not linked (is wireplumber or another PipeWire \
+                         session manager running in this session?) or nothing on the screen changed (some \
+                         compositors send no first frame until something does)",
+                        cast::FIRST_FRAME_TIMEOUT.as_secs()
                     )));
                 }
+                // A frame came: the loop goes round, and the time-out above is off. (A closed
+                // channel, ffmpeg gone, disables this arm instead of spinning.)
+                Ok(()) = first_frame.changed(), if awaiting_first_frame => {}
                 _ = ticks.tick() => {
                     // Whole seconds recorded, each once (the first tick is at 0 s).
                     let seconds = started.elapsed().as_secs_f64().min(total).floor();
@@ -304,6 +428,30 @@ impl Recorder {
                 }
             }
         };
+        let status = match ended {
+            Ok(status) => status,
+            Err(error) => {
+                // Nothing of the call outlives its answer: both children reaped, the cast
+                // closed, the directory removed.
+                stop(&mut child).await;
+                if let Some(feed) = feed.as_mut() {
+                    stop(&mut feed.child).await;
+                }
+                if let Some((started, _)) = &cast {
+                    started.close().await;
+                }
+                drop(dir);
+                return Err(error);
+            }
+        };
+        // ffmpeg took the clip's frames: the cast is no longer needed.
+        if let Some(feed) = feed.as_mut() {
+            stop(&mut feed.child).await;
+        }
+        let pointer = cast.as_ref().map(|(started, _)| started.pointer);
+        if let Some((started, _)) = &cast {
+            started.close().await;
+        }
         let stderr = stderr.await.unwrap_or_default();
         if !status.success() {
             return Err(failed(format!("ffmpeg {status}: {}", stderr.trim())));
@@ -341,6 +489,10 @@ impl Recorder {
         if args.include_audio {
             meta["audio"] = json!(crate::capability::args::NO_AUDIO);
         }
+        if let Some(pointer) = pointer {
+            meta["backend"] = json!("portal");
+            meta["pointer"] = json!(pointer);
+        }
         let gateway = json!({
             "format": "mp4",
             "base64": base64,
@@ -355,6 +507,49 @@ impl Recorder {
                 resource: EmbeddedResource::Blob { uri, mime_type: Some("video/mp4".into()), blob: base64 },
             })
             .with_gateway_payload(gateway))
+    }
+}
+
+/// The cast's consumer (gst-launch) while it feeds ffmpeg.
+struct Feed {
+    child: Child,
+    stderr: Option<tokio::task::JoinHandle<String>>,
+    /// It has exited (and its end was reported).
+    ended: bool,
+}
+
+impl Feed {
+    fn new(mut child: Child) -> Feed {
+        let stderr = Some(tokio::spawn(read_kept(child.stderr.take())));
+        Feed { child, stderr, ended: false }
+    }
+
+    /// Waits for gst to exit: `None` when it ended well, else why not.
+    async fn ended(&mut self) -> Option<String> {
+        let status = self.child.wait().await;
+        self.ended = true;
+        let stderr = match self.stderr.take() {
+            Some(task) => task.await.unwrap_or_default(),
+            None => String::new(),
+        };
+        match status {
+            Ok(status) if status.success() => None,
+            Ok(status) => Some(format!("gst-launch-1.0 {status}: {}", stderr.trim())),
+            Err(e) => Some(format!("cannot wait for gst-launch-1.0: {e}")),
+        }
+    }
+}
+
+/// Reads ffmpeg's `-progress` lines and says when the first frame has been encoded.
+async fn watch_progress(stream: Option<tokio::process::ChildStdout>, encoded: tokio::sync::watch::Sender<bool>) {
+    use tokio::io::AsyncBufReadExt;
+    let Some(stream) = stream else { return };
+    let mut lines = tokio::io::BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let frames = line.strip_prefix("frame=").and_then(|count| count.trim().parse::<u64>().ok());
+        if frames.is_some_and(|frames| frames > 0) && !*encoded.borrow() {
+            let _ = encoded.send(true);
+        }
     }
 }
 
@@ -424,4 +619,4 @@ fn random_id() -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -45,7 +45,7 @@ const WLR_SHOT: &str = "/tmp/out.png";
 /// sway, PipeWire and the portal with its two backends, on a private bus, as the desktop user.
 /// Holds a machine-wide lock while it lives: every wlr portal writes the same [`WLR_SHOT`], so two
 /// test runs at once (other checkouts on this machine) would read and remove each other's shots.
-struct PortalDesktop {
+pub(in crate::screen) struct PortalDesktop {
     _one_at_a_time: std::fs::File,
     // Dropped in reverse: the portal before its backends, the compositor last.
     _portal: Spawned,
@@ -53,12 +53,20 @@ struct PortalDesktop {
     _wlr: Spawned,
     _pipewire: Spawned,
     _bus: Spawned,
-    bus: String,
-    background: [u8; 3],
-    sway: crate::test_support::Sway,
+    _session_manager: Option<Spawned>,
+    pub(in crate::screen) bus: String,
+    pub(in crate::screen) background: [u8; 3],
+    pub(in crate::screen) sway: crate::test_support::Sway,
 }
 
 async fn portal_desktop() -> PortalDesktop {
+    portal_desktop_with(None).await
+}
+
+/// [`portal_desktop`], ready to cast the screen when `cast` names the LD_PRELOAD shim
+/// xdg-desktop-portal-wlr needs here (see `screen/cast/tests.rs`): wireplumber links the cast
+/// to its consumer, and the wlr backend casts HEADLESS-1 without asking.
+pub(in crate::screen) async fn portal_desktop_with(cast: Option<&Path>) -> PortalDesktop {
     // Opened read-only when it exists (flock needs no write access), so any user can share it.
     let lock_path = std::env::temp_dir().join("clawmcp-test-wlr-portal.lock");
     let lock = std::fs::File::open(&lock_path).or_else(|_| std::fs::File::create(&lock_path)).unwrap();
@@ -97,8 +105,31 @@ async fn portal_desktop() -> PortalDesktop {
     let daemon = |name: &'static str, package: &str| {
         Spawned::start(name, package, &mut session(&format!("/usr/libexec/{name}")), runtime)
     };
+    let session_manager = cast.map(|_| {
+        require("wireplumber", "wireplumber");
+        Spawned::start("wireplumber", "wireplumber", &mut session("wireplumber"), runtime)
+    });
     // The portal picks its backends when it starts, so they must own their names first.
-    let mut wlr = daemon("xdg-desktop-portal-wlr", "xdg-desktop-portal-wlr");
+    let mut wlr = match cast {
+        None => daemon("xdg-desktop-portal-wlr", "xdg-desktop-portal-wlr"),
+        Some(shim) => {
+            let config = runtime.join("config/xdg-desktop-portal-wlr");
+            std::fs::create_dir_all(&config).unwrap();
+            std::fs::write(
+                config.join("config"),
+                "[screencast]\nchooser_type=none\noutput_name=HEADLESS-1\nmax_fps=30\n",
+            )
+            .unwrap();
+            if nix::unistd::geteuid().is_root() {
+                for dir in [runtime.join("config"), config.clone(), config.join("config")] {
+                    nix::unistd::chown(&dir, Some(crate::test_support::desktop_user()), None).unwrap();
+                }
+            }
+            let mut command = session("/usr/libexec/xdg-desktop-portal-wlr");
+            command.env("XDG_CONFIG_HOME", runtime.join("config")).env("LD_PRELOAD", shim);
+            Spawned::start("xdg-desktop-portal-wlr", "xdg-desktop-portal-wlr", &mut command, runtime)
+        }
+    };
     wait_for_name(&bus, "org.freedesktop.impl.portal.desktop.wlr", &mut wlr).await;
     let mut gtk = daemon("xdg-desktop-portal-gtk", "xdg-desktop-portal-gtk");
     wait_for_name(&bus, "org.freedesktop.impl.portal.desktop.gtk", &mut gtk).await;
@@ -111,6 +142,7 @@ async fn portal_desktop() -> PortalDesktop {
         _wlr: wlr,
         _pipewire: pipewire,
         _bus: bus_process,
+        _session_manager: session_manager,
         bus,
         background,
         sway,
@@ -120,7 +152,7 @@ async fn portal_desktop() -> PortalDesktop {
 use crate::test_support::STARTUP_DEADLINE;
 
 /// What the child is asked, and where it writes the answers.
-const CLIENT_REQUEST: &str = "CLAWMCP_TEST_PORTAL_CLIENT";
+pub(in crate::screen) const CLIENT_REQUEST: &str = "CLAWMCP_TEST_PORTAL_CLIENT";
 /// The test the child runs: the real-portal test, which is the client when [`CLIENT_REQUEST`] is set.
 const REAL_PORTAL_TEST: &str =
     "screen::portal::tests::a_real_portal_shoots_the_whole_wayland_desktop_and_its_file_is_removed";
@@ -128,30 +160,57 @@ const REAL_PORTAL_TEST: &str =
 /// Runs `calls` (screen.snapshot arguments) through [`portal_client`] as the desktop user against
 /// `desktop`, and returns `{listed, answers: [...]}`.
 fn as_desktop_user(desktop: &PortalDesktop, calls: Value) -> Value {
+    as_desktop_user_in(desktop, REAL_PORTAL_TEST, json!({"calls": calls})).wait()
+}
+
+/// A test re-run as the desktop user (see [`as_desktop_user`]), running.
+pub(in crate::screen) struct DesktopClient {
+    child: std::process::Child,
+    answers: std::path::PathBuf,
+}
+
+impl DesktopClient {
+    /// Its answers, once it has ended well.
+    pub(in crate::screen) fn wait(self) -> Value {
+        let output = self.child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "the portal client failed ({}):\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&std::fs::read(&self.answers).unwrap()).unwrap()
+    }
+}
+
+/// Starts `test` (its full name) of this binary as the desktop user in `desktop`'s session,
+/// with [`CLIENT_REQUEST`] naming a file holding `request` plus `out`, where it writes its answers.
+pub(in crate::screen) fn as_desktop_user_in(
+    desktop: &PortalDesktop,
+    test: &str,
+    mut request_body: Value,
+) -> DesktopClient {
     let runtime = desktop.sway.runtime.path();
     let request = runtime.join("client-request.json");
     let answers = runtime.join("client-answers.json");
-    std::fs::write(&request, json!({"calls": calls, "out": answers}).to_string()).unwrap();
+    request_body["out"] = json!(answers);
+    std::fs::write(&request, request_body.to_string()).unwrap();
     if nix::unistd::geteuid().is_root() {
         nix::unistd::chown(&request, Some(crate::test_support::desktop_user()), None).unwrap();
     }
     let exe = std::env::current_exe().unwrap();
-    let output = desktop_command(exe.to_str().unwrap(), runtime)
-        .args([REAL_PORTAL_TEST, "--exact", "--nocapture", "--test-threads=1"])
+    let child = desktop_command(exe.to_str().unwrap(), runtime)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CLIENT_REQUEST, &request)
         // The session as a node started in it sees it: no DISPLAY (the environment is cleared).
         .env("WAYLAND_DISPLAY", &desktop.sway.socket)
         .env("DBUS_SESSION_BUS_ADDRESS", &desktop.bus)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "the portal client failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&std::fs::read(&answers).unwrap()).unwrap()
+    DesktopClient { child, answers }
 }
 
 /// The child's side (the real-portal test, re-run by [`as_desktop_user`] with [`CLIENT_REQUEST`]
@@ -282,13 +341,13 @@ async fn without_a_portal_on_the_bus_the_command_is_unlisted_and_says_what_to_in
 /// STAND-IN FOR THE ERROR PATHS ONLY: owns the portal's name on a private bus, answers
 /// `Screenshot` with the Request path as the real portal does, and then never sends `Response`
 /// (a permission dialog nobody answers). Reports every Request it was asked to close.
-struct SilentPortalStandIn {
+pub(in crate::screen) struct SilentPortalStandIn {
     _task: tokio::task::JoinHandle<()>,
     asked: tokio::sync::mpsc::UnboundedReceiver<String>,
     closed: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
-async fn silent_portal_stand_in(address: &str) -> SilentPortalStandIn {
+pub(in crate::screen) async fn silent_portal_stand_in(address: &str) -> SilentPortalStandIn {
     let connection = zbus::connection::Builder::address(Address::from_str(address).unwrap()).build().await.unwrap();
     connection.request_name(PORTAL).await.unwrap();
     let (asked_tx, asked) = tokio::sync::mpsc::unbounded_channel();
@@ -315,7 +374,11 @@ async fn silent_portal_stand_in(address: &str) -> SilentPortalStandIn {
                     connection.reply(&header, &()).await.unwrap();
                     let _ = closed_tx.send(path);
                 }
-                _ => {}
+                // Serves no other interface (the recording probe asks for ScreenCast's version).
+                _ => {
+                    let error = "org.freedesktop.DBus.Error.UnknownInterface";
+                    connection.reply_error(&header, error, &"not served by this stand-in").await.unwrap();
+                }
             }
         }
     });

@@ -124,7 +124,7 @@ async fn call(capability: &ScreenCapability, args: Value, ctx: CallContext) -> T
 }
 
 /// The mp4 of an answer, checking the block is the resource upstream's payload also carries.
-fn video(output: &ToolOutput) -> Vec<u8> {
+pub(in crate::screen) fn video(output: &ToolOutput) -> Vec<u8> {
     let Some(Content::Resource { resource: EmbeddedResource::Blob { uri, mime_type, blob } }) = output.blocks.first()
     else {
         panic!("no resource block: {output:?}")
@@ -137,7 +137,7 @@ fn video(output: &ToolOutput) -> Vec<u8> {
 }
 
 /// What ffprobe says of an mp4: codec, width, height, frames decoded, duration in seconds.
-fn probe(mp4: &[u8]) -> (String, u32, u32, u32, f64) {
+pub(in crate::screen) fn probe(mp4: &[u8]) -> (String, u32, u32, u32, f64) {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), mp4).unwrap();
     let output = Std::new("ffprobe")
@@ -159,7 +159,7 @@ fn probe(mp4: &[u8]) -> (String, u32, u32, u32, f64) {
 }
 
 /// Every frame's pixel at (`x`, `y`), decoded by ffmpeg.
-fn pixel_per_frame(mp4: &[u8], width: u32, height: u32, x: u32, y: u32) -> Vec<[u8; 3]> {
+pub(in crate::screen) fn pixel_per_frame(mp4: &[u8], width: u32, height: u32, x: u32, y: u32) -> Vec<[u8; 3]> {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), mp4).unwrap();
     let output = Std::new("ffmpeg")
