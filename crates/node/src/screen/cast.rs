@@ -22,7 +22,6 @@
 //! the duration's frames; the recorder then stops gst.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -33,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use zbus::{Address, OwnedObjectPath, OwnedVariant, Variant};
 
 use super::portal::{self, PORTAL, PORTAL_PATH};
+use super::record::RecordOptions;
 use crate::availability::MissingBackend;
 
 const SCREENCAST: &str = "org.freedesktop.portal.ScreenCast";
@@ -55,13 +55,10 @@ const PLUGINS: [(&str, &str, &str); 2] = [
     ("libgsty4menc.so", "y4menc, GStreamer's YUV4MPEG encoder", "gstreamer1.0-plugins-good"),
 ];
 
-/// `gst-launch-1.0` on `search_path` (`None`: the node's `PATH`) and the plugins the pipeline
-/// needs, or which package to install.
-pub fn gst_launch(search_path: Option<&OsString>) -> Result<PathBuf, MissingBackend> {
-    let program = match search_path {
-        Some(path) => MissingBackend::program_in(GST_LAUNCH, "gstreamer1.0-tools", Some(path))?,
-        None => MissingBackend::program(GST_LAUNCH, "gstreamer1.0-tools")?,
-    };
+/// `gst-launch-1.0` on the recorder's search path and the plugins the pipeline needs, or which
+/// package to install.
+pub fn gst_launch(options: &RecordOptions) -> Result<PathBuf, MissingBackend> {
+    let program = options.program(GST_LAUNCH, "gstreamer1.0-tools")?;
     let dirs = plugin_dirs();
     for (file, what, package) in PLUGINS {
         if !dirs.iter().any(|dir| dir.join(file).is_file()) {

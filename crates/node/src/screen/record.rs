@@ -109,9 +109,14 @@ impl Default for RecordOptions {
 impl RecordOptions {
     /// ffmpeg on the search path, or which package provides it.
     fn ffmpeg(&self) -> Result<PathBuf, MissingBackend> {
+        self.program("ffmpeg", "ffmpeg")
+    }
+
+    /// `program` on the search path, or `package`, which provides it.
+    pub(super) fn program(&self, program: &str, package: &str) -> Result<PathBuf, MissingBackend> {
         match &self.search_path {
-            Some(path) => MissingBackend::program_in("ffmpeg", "ffmpeg", Some(path)),
-            None => MissingBackend::program("ffmpeg", "ffmpeg"),
+            Some(path) => MissingBackend::program_in(program, package, Some(path)),
+            None => MissingBackend::program(program, package),
         }
     }
 }
@@ -135,7 +140,7 @@ pub(super) fn command(
             Session::Portal(bus) => {
                 probe.check()?;
                 options.ffmpeg()?;
-                cast::gst_launch(options.search_path.as_ref())?;
+                cast::gst_launch(&options)?;
                 cast::screencast_offered(&bus)
             }
         })
@@ -282,7 +287,7 @@ impl Recorder {
                 let unavailable = |missing: MissingBackend| {
                     ToolFailure::new(format!("Screen recording not available: {missing}")).with_code(UNAVAILABLE)
                 };
-                let gst = cast::gst_launch(self.options.search_path.as_ref()).map_err(unavailable)?;
+                let gst = cast::gst_launch(&self.options).map_err(unavailable)?;
                 let address = bus.address().map_err(unavailable)?;
                 let started = cast::start(&address, self.timeout, &ctx.cancel).await.map_err(|error| {
                     match error == clawmcp_mcp::CANCELLED {
