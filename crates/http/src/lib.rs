@@ -8,6 +8,7 @@
 //! # Layout
 //!
 //! - [`server`]: bind, accept, connections, the per-request pipeline and shutdown.
+//! - `coalesce`: a connection's small writes gathered into one (pipelined answers).
 //! - `connections`: the connection budget (authenticated vs not, eviction, per-phase deadlines).
 //! - `gate`: loopback, browser signals, Host, bearer token, media type; the refusal table.
 //! - `body`: reading a body bounded in size and time.
@@ -21,6 +22,7 @@
 
 mod body;
 pub mod client;
+mod coalesce;
 mod connections;
 mod gate;
 pub mod limits;

@@ -59,6 +59,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::body::read_body;
+use crate::coalesce::CoalescedWrites;
 use crate::connections::{Admitted, Budget, Check, ConnectionState, ObservedIo, RequestActivity, Stop, Timeouts};
 use crate::gate::{self, Refusal, plain_text};
 use crate::limits::Limits;
@@ -270,7 +271,8 @@ async fn serve_connection<S: McpService + ?Sized>(
             async move { Ok::<_, Infallible>(respond(&conn, request).await) }
         })
     };
-    let connection = builder.serve_connection(TokioIo::new(ObservedIo::new(stream, state.clone())), service);
+    let connection =
+        builder.serve_connection(TokioIo::new(CoalescedWrites::new(ObservedIo::new(stream, state.clone()))), service);
     tokio::pin!(connection);
     let Check::Until(first_check) = state.check(&timeouts, Instant::now()) else { return };
     let watchdog = tokio::time::sleep_until(first_check);

@@ -252,6 +252,32 @@ async fn keep_alive_connections_serve_many_requests() {
     assert!(!connection.is_closed());
 }
 
+/// Pipelined requests on one connection: every answer arrives, in order, and none is held back
+/// for a request after it that has not finished (the server gathers back-to-back answers into
+/// one write, but only until its connection has nothing else ready).
+#[tokio::test(start_paused = true)]
+async fn pipelined_answers_arrive_in_order_and_none_waits_for_a_call_behind_it() {
+    let h = Harness::start().await;
+    let mut burst = String::new();
+    let bodies =
+        (0..40).map(|id| ping(id).to_string()).chain([call(json!(40), "wait_for_cancel", json!({})).to_string()]);
+    for body in bodies {
+        burst += &h.client.raw_post_head(&format!("Content-Length: {}\r\n", body.len()));
+        burst += &body;
+    }
+    let mut stream = h.client.raw_open(burst.as_bytes()).await;
+    // The clock is paused: a held answer times this out at once instead of hanging the test.
+    let answers = common::read_until(&mut stream, r#""id":39"#);
+    let received = tokio::time::timeout(std::time::Duration::from_secs(600), answers)
+        .await
+        .expect("the pings' answers were held back behind the unfinished call");
+    let ids: Vec<usize> =
+        (0..40).map(|id| received.find(&format!(r#""id":{id},"#)).expect("every ping answered")).collect();
+    assert!(ids.is_sorted(), "answers out of order: {received}");
+    assert_eq!(received.matches("HTTP/1.1 200 OK\r\n").count(), 40, "{received}");
+    h.service.wait_started(1).await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn busy_answers_carry_retry_after() {
     // Zero tool slots: every tools/call is refused after the short wait, control still works.
