@@ -18,6 +18,8 @@ Checks, in order (a check whose prerequisite failed fails with the reason):
   fetch           file.fetch: payload {ok, path, size, mimeType, base64, sha256, binding}, the bytes
                   and digest exact; maxBytes = size passes, size - 1 is {ok:false, FILE_TOO_LARGE}
                   in the payload of a successful invoke (as the real node host answers)
+  fetch-sizes     file.fetch of 0, 1, 8191, 8192, 8193, 1 MiB + 1 and 8 MiB random bytes: size,
+                  bytes and sha256 exact
   preflight-swap  file.fetch preflightOnly, the file swapped (rename), the bound call refused
                   CANONICAL_PATH_CHANGED in-band
   write           file.write then file.fetch reads it back; a sha256 mismatch refused in-band and
@@ -112,6 +114,21 @@ class FilesSuite(node_capture.Suite):
         too_large = self.refused("file.fetch", {"path": path, "maxBytes": 255}, "FILE_TOO_LARGE")
         return f"{got['size']} bytes {got['mimeType']} sha256 ok; maxBytes 255: {too_large['message']!r}"
 
+    def fetch_sizes(self) -> str:
+        # The e2e sizes of the file channel's suite that a unary fetch carries (the gateway opens the
+        # channel only from its file-transfer plugin; unary file.fetch stops at 16 MiB), random bytes
+        # compared by sha256 with what was written.
+        sizes = [0, 1, 8191, 8192, 8193, (1 << 20) + 1, 8 << 20]
+        for size in sizes:
+            content = os.urandom(size)
+            path = self.root / f"sized-{size}.bin"
+            path.write_bytes(content)
+            got = self.payload("file.fetch", {"path": str(path), "maxBytes": max(size, 1)})
+            data = base64.b64decode(got.get("base64", ""), validate=True)
+            expect(got.get("size") == size and data == content, f"{size} bytes: got {got.get('size')}, {len(data)} decoded")
+            expect(got.get("sha256") == hashlib.sha256(content).hexdigest(), f"{size} bytes: sha256 {got.get('sha256')}")
+        return f"sizes {sizes}: bytes and sha256 exact"
+
     def preflight_swap(self) -> str:
         path = self.root / "doc.txt"
         preflight = self.payload("file.fetch", {"path": str(path), "preflightOnly": True})
@@ -169,6 +186,7 @@ class FilesSuite(node_capture.Suite):
             self.start_ours()
             self.check("declared", self.declared, ("gateway-allow",))
             for name, body in (("fs-list-dir", self.fs_list_dir), ("fetch", self.fetch),
+                               ("fetch-sizes", self.fetch_sizes),
                                ("preflight-swap", self.preflight_swap), ("write", self.write),
                                ("dir-list-fetch", self.dir_list_fetch), ("outside-roots", self.outside_roots)):
                 self.check(name, body, ("declared",))

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use clawmcp_mcp::RequestId;
 use clawmcp_mcp::client::Answer;
-use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure, TransferError, params_value};
+use clawmcp_node::files::channel::client::{ChannelClient, ChannelRpc, RpcFailure, TransferError, fill, params_value};
 use clawmcp_node::files::channel::{EXTENSION, MAX_TIMEOUT};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -251,7 +251,7 @@ fn measure(input: &Path) -> anyhow::Result<(u64, String)> {
             let mut buffer = vec![0u8; MEASURE_CHUNK];
             loop {
                 buffer.resize(MEASURE_CHUNK, 0);
-                let read = match fill(&mut file, &mut buffer) {
+                let read = match fill(&mut |buffer: &mut [u8]| file.read(buffer), &mut buffer) {
                     Ok(read) => read,
                     Err(error) => return drop(full.send(Err(error))),
                 };
@@ -284,20 +284,6 @@ fn measure(input: &Path) -> anyhow::Result<(u64, String)> {
 /// How much [`measure`]'s reader reads at a time, and how many such chunks may be in memory.
 const MEASURE_CHUNK: usize = 1024 * 1024;
 const MEASURE_BUFFERS: usize = 3;
-
-/// Reads until `buffer` is full or the file ends (a short read is not the end).
-fn fill(file: &mut std::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match file.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
-}
 
 /// The input file: a regular file (a FIFO or a device would never end or never match its size).
 fn open_input(input: &Path) -> anyhow::Result<std::fs::File> {

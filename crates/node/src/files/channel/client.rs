@@ -415,7 +415,7 @@ impl<'r, R: ChannelRpc> ChannelClient<'r, R> {
 }
 
 /// Reads until `buffer` is full or the source ends (a short read is not the end).
-fn fill(source: &mut impl FnMut(&mut [u8]) -> std::io::Result<usize>, buffer: &mut [u8]) -> std::io::Result<usize> {
+pub fn fill(source: &mut impl FnMut(&mut [u8]) -> std::io::Result<usize>, buffer: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() {
         match source(&mut buffer[filled..]) {
