@@ -121,7 +121,7 @@ class FilesSuite(node_capture.Suite):
         sizes = [0, 1, 8191, 8192, 8193, (1 << 20) + 1, 8 << 20]
         for size in sizes:
             content = os.urandom(size)
-            path = self.root / f"sized-{size}.bin"
+            path = self.root / "visible" / f"sized-{size}.bin"
             path.write_bytes(content)
             got = self.payload("file.fetch", {"path": str(path), "maxBytes": max(size, 1)})
             data = base64.b64decode(got.get("base64", ""), validate=True)
