@@ -316,9 +316,7 @@ impl Recorder {
         {
             Ok(dir) => dir,
             Err(e) => {
-                if let Some((started, _)) = &cast {
-                    started.close().await;
-                }
+                end_cast(None, &cast).await;
                 return Err(failed(format!("cannot make a directory in {}: {e}", self.options.temp_root.display())));
             }
         };
@@ -334,7 +332,7 @@ impl Recorder {
                 match spawned {
                     Ok(child) => Some(Feed::new(child)),
                     Err(e) => {
-                        started.close().await;
+                        end_cast(None, &cast).await;
                         return Err(failed(format!("cannot start {}: {e}", gst.display())));
                     }
                 }
@@ -372,10 +370,7 @@ impl Recorder {
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
-                if let (Some(feed), Some((started, _))) = (feed.as_mut(), &cast) {
-                    stop(&mut feed.child).await;
-                    started.close().await;
-                }
+                end_cast(feed.as_mut(), &cast).await;
                 return Err(failed(format!("cannot start {}: {e}", ffmpeg.display())));
             }
         };
@@ -439,24 +434,14 @@ impl Recorder {
                 // Nothing of the call outlives its answer: both children reaped, the cast
                 // closed, the directory removed.
                 stop(&mut child).await;
-                if let Some(feed) = feed.as_mut() {
-                    stop(&mut feed.child).await;
-                }
-                if let Some((started, _)) = &cast {
-                    started.close().await;
-                }
+                end_cast(feed.as_mut(), &cast).await;
                 drop(dir);
                 return Err(error);
             }
         };
         // ffmpeg took the clip's frames: the cast is no longer needed.
-        if let Some(feed) = feed.as_mut() {
-            stop(&mut feed.child).await;
-        }
         let pointer = cast.as_ref().map(|(started, _)| started.pointer);
-        if let Some((started, _)) = &cast {
-            started.close().await;
-        }
+        end_cast(feed.as_mut(), &cast).await;
         let stderr = stderr.await.unwrap_or_default();
         if !status.success() {
             return Err(failed(format!("ffmpeg {status}: {}", stderr.trim())));
@@ -555,6 +540,17 @@ async fn watch_progress(stream: Option<tokio::process::ChildStdout>, encoded: to
         if frames.is_some_and(|frames| frames > 0) && !*encoded.borrow() {
             let _ = encoded.send(true);
         }
+    }
+}
+
+/// Ends a recording's screen cast, if it has one: its consumer (gst) stopped and reaped, then
+/// the portal session closed. Every way out of a Wayland recording goes through here.
+async fn end_cast(feed: Option<&mut Feed>, cast: &Option<(cast::Cast, PathBuf)>) {
+    if let Some(feed) = feed {
+        stop(&mut feed.child).await;
+    }
+    if let Some((started, _)) = cast {
+        started.close().await;
     }
 }
 
